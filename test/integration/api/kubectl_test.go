@@ -1,0 +1,119 @@
+//go:build integration
+
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// `nodewright crds | kubectl apply -f -` is how users install the CRDs.
+func TestCRDsCommandAppliesWithKubectl(t *testing.T) {
+	ctx := context.Background()
+	out, err := exec.CommandContext(ctx, "go", "run", "../../../cmd/nodewright", "crds").Output()
+	if err != nil {
+		t.Fatalf("nodewright crds: %v", err)
+	}
+	crds := string(out)
+	for _, mode := range [][]string{
+		{"apply", "--dry-run=client", "-f", "-"},
+		{"apply", "--server-side", "--force-conflicts", "-f", "-"},
+	} {
+		got, err := kubectl(ctx, t, crds, mode...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh"} {
+			if !strings.Contains(got, "customresourcedefinition.apiextensions.k8s.io/"+name) {
+				t.Errorf("kubectl %s did not apply %s:\n%s", strings.Join(mode, " "), name, got)
+			}
+		}
+	}
+}
+
+func TestPrinterColumns(t *testing.T) {
+	ctx := context.Background()
+	mustCreate(ctx, t, parse(t, fmt.Sprintf(minimalNodePool, "columns")))
+	mustCreate(ctx, t, parse(t, fmt.Sprintf(minimalNodeClaim, "columns")))
+	mustCreate(ctx, t, parse(t, fmt.Sprintf(minimalEC2NodeClass, "columns")))
+
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"get", "nodepools", "columns"}, []string{"NAME", "NODECLASS", "NODES", "READY", "AGE"}},
+		{[]string{"get", "nodepools", "columns", "-o", "wide"}, []string{"NODECLASS", "WEIGHT", "CPU", "MEMORY"}},
+		{[]string{"get", "nodeclaims", "columns"}, []string{"TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"}},
+		{[]string{"get", "nodeclaims", "columns", "-o", "wide"}, []string{"IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"}},
+		{[]string{"get", "ec2nc", "columns", "-o", "wide"}, []string{"READY", "AGE", "ROLE"}},
+	}
+	for _, c := range cases {
+		out, err := kubectl(ctx, t, "", c.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := strings.Fields(strings.SplitN(out, "\n", 2)[0])
+		for _, col := range c.want {
+			found := false
+			for _, h := range header {
+				found = found || h == col
+			}
+			if !found {
+				t.Errorf("kubectl %s: no %s column in %v", strings.Join(c.args, " "), col, header)
+			}
+		}
+	}
+	out, err := kubectl(ctx, t, "", "get", "nodepools", "columns", "-o", "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "default") {
+		t.Errorf("the NODECLASS column does not show the nodeClassRef name:\n%s", out)
+	}
+	// `kubectl get karpenter` lists every Nodewright object through the category.
+	out, err = kubectl(ctx, t, "", "get", "karpenter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nodepool.karpenter.sh/columns", "nodeclaim.karpenter.sh/columns", "ec2nodeclass.karpenter.k8s.aws/columns"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get karpenter does not list %s:\n%s", want, out)
+		}
+	}
+}
+
+// The scale subresource reports a pool's node count and sets a static pool's
+// replicas (kubectl scale nodepool).
+func TestNodePoolScaleSubresource(t *testing.T) {
+	ctx := context.Background()
+	np := parse(t, fmt.Sprintf(minimalNodePool, "static"))
+	setPath(t, np.Object, "spec.replicas", "2")
+	mustCreate(ctx, t, np)
+
+	if _, err := kubectl(ctx, t, "", "scale", "nodepool", "static", "--replicas=5"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dyn.Resource(nodePools).Get(ctx, "static", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 5 {
+		t.Errorf("after kubectl scale, spec.replicas = %d, want 5", r)
+	}
+	scale, err := dyn.Resource(nodePools).Get(ctx, "static", metav1.GetOptions{}, "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _, _ := unstructured.NestedInt64(scale.Object, "spec", "replicas"); r != 5 {
+		t.Errorf("scale subresource spec.replicas = %d, want 5", r)
+	}
+	if r, _, _ := unstructured.NestedInt64(scale.Object, "status", "replicas"); r != 0 {
+		t.Errorf("scale subresource status.replicas = %d, want 0 (no nodes yet)", r)
+	}
+}

@@ -1,0 +1,12 @@
+// Package controlplane runs a real Kubernetes control plane for integration
+// tests: etcd and kube-apiserver, and on request kube-controller-manager and
+// kube-scheduler, all on loopback with free ports, token authentication and a
+// private temporary directory. It installs Nodewright's CRDs and hands tests a
+// rest.Config.
+//
+// The binaries come from hack/controlplane.sh (built once from the versions
+// pinned in hack/go.mod and cached); their directory is passed in Options or in
+// the NODEWRIGHT_CONTROLPLANE_DIR environment variable. Every process is
+// started in its own process group with a parent-death signal, so none
+// outlives the test binary, even when a test panics or times out.
+package controlplane
