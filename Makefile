@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help build run test test-unit test-integration verify generate bench crds controlplane tools clean
+.PHONY: help build test test-unit test-integration verify generate bench crds controlplane tools clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'

@@ -11,29 +11,61 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
-// `nodewright crds | kubectl apply -f -` is how users install the CRDs.
+// `nodewright crds | kubectl apply -f -` is how users install the CRDs. This
+// runs on a fresh control plane that has never seen them, as a new user's
+// cluster would be.
 func TestCRDsCommandAppliesWithKubectl(t *testing.T) {
 	ctx := context.Background()
 	out, err := exec.CommandContext(ctx, "go", "run", "../../../cmd/nodewright", "crds").Output()
 	if err != nil {
 		t.Fatalf("nodewright crds: %v", err)
 	}
-	crds := string(out)
-	for _, mode := range [][]string{
-		{"apply", "--dry-run=client", "-f", "-"},
-		{"apply", "--server-side", "--force-conflicts", "-f", "-"},
-	} {
-		got, err := kubectl(ctx, t, crds, mode...)
-		if err != nil {
-			t.Fatal(err)
+	fresh, err := controlplane.Start(ctx, controlplane.Options{BinDir: binDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := fresh.Stop(); err != nil {
+			t.Error(err)
 		}
-		for _, name := range []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh"} {
-			if !strings.Contains(got, "customresourcedefinition.apiextensions.k8s.io/"+name) {
-				t.Errorf("kubectl %s did not apply %s:\n%s", strings.Join(mode, " "), name, got)
+	}()
+	run := func(stdin string, args ...string) string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, binDir+"/kubectl", append([]string{"--kubeconfig", fresh.Kubeconfig}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		got, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, got)
+		}
+		return string(got)
+	}
+	names := []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws", "kwoknodeclasses.karpenter.kwok.sh"}
+	steps := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"apply", "--dry-run=client", "-f", "-"}, "created (dry run)"},
+		{[]string{"apply", "-f", "-"}, "created"},
+		{[]string{"apply", "--dry-run=client", "-f", "-"}, "unchanged (dry run)"},
+		{[]string{"apply", "--server-side", "--force-conflicts", "-f", "-"}, "serverside-applied"},
+	}
+	for _, step := range steps {
+		got := run(string(out), step.args...)
+		for _, name := range names {
+			if !strings.Contains(got, "customresourcedefinition.apiextensions.k8s.io/"+name+" "+step.want) {
+				t.Errorf("kubectl %s: want %s %s, got:\n%s", strings.Join(step.args, " "), name, step.want, got)
 			}
 		}
+	}
+	// The installed CRDs serve the seed NodePool.
+	run("", "wait", "--for=condition=Established", "--timeout=30s", "crd/nodepools.karpenter.sh")
+	got := run("", "apply", "-f", "testdata/seed/nodepool-default.yaml")
+	if !strings.Contains(got, "nodepool.karpenter.sh/default created") {
+		t.Errorf("applying the seed NodePool after installing the CRDs with kubectl: %s", got)
 	}
 }
 
