@@ -69,8 +69,11 @@ func (d NillableDuration) IsZero() bool { return d.Duration == nil && d.Raw == n
 // IsNever reports whether the duration is disabled ("Never").
 func (d NillableDuration) IsNever() bool { return d.Duration == nil && d.Raw != nil }
 
-// String returns the duration in Go form, or "Never".
+// String returns the duration in Go form, "Never", or "" when unset.
 func (d NillableDuration) String() string {
+	if d.IsZero() {
+		return ""
+	}
 	if d.Duration == nil {
 		return Never
 	}

@@ -63,7 +63,7 @@ func TestCRDsCommandAppliesWithKubectl(t *testing.T) {
 	}
 	// The installed CRDs serve the seed NodePool.
 	run("", "wait", "--for=condition=Established", "--timeout=30s", "crd/nodepools.karpenter.sh")
-	got := run("", "apply", "-f", "testdata/seed/nodepool-default.yaml")
+	got := run("", "apply", "-f", "../../../testdata/seed/nodepool-default.yaml")
 	if !strings.Contains(got, "nodepool.karpenter.sh/default created") {
 		t.Errorf("applying the seed NodePool after installing the CRDs with kubectl: %s", got)
 	}

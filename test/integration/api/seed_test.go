@@ -15,7 +15,7 @@ import (
 // with kubectl (strict field validation) and be stored exactly as written.
 func TestSeedManifestsApplyUnchanged(t *testing.T) {
 	ctx := context.Background()
-	files, err := filepath.Glob("testdata/seed/*.yaml")
+	files, err := filepath.Glob("../../../testdata/seed/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no seed manifests found: %v", err)
 	}
