@@ -243,21 +243,14 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, opts Options, etcdPo
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context, opts Options, port int) error {
-	p, err := cp.start("kube-controller-manager", opts,
-		"--kubeconfig="+cp.Kubeconfig,
-		"--authentication-kubeconfig="+cp.Kubeconfig,
-		"--authorization-kubeconfig="+cp.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(cp.Dir, "kcm-certs"),
-		"--leader-elect=false",
+	p, err := cp.start("kube-controller-manager", opts, append(cp.componentArgs("kube-controller-manager", port),
 		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,job-controller,daemonset-controller,garbage-collector-controller,disruption-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller",
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--root-ca-file="+filepath.Join(cp.Dir, "apiserver.crt"),
 		"--use-service-account-credentials=false",
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
-	)
+	)...)
 	if err != nil {
 		return err
 	}
@@ -267,21 +260,28 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, opts Options
 }
 
 func (cp *ControlPlane) startScheduler(ctx context.Context, opts Options, port int) error {
-	p, err := cp.start("kube-scheduler", opts,
-		"--kubeconfig="+cp.Kubeconfig,
-		"--authentication-kubeconfig="+cp.Kubeconfig,
-		"--authorization-kubeconfig="+cp.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--cert-dir="+filepath.Join(cp.Dir, "scheduler-certs"),
-		"--leader-elect=false",
-	)
+	p, err := cp.start("kube-scheduler", opts, cp.componentArgs("kube-scheduler", port)...)
 	if err != nil {
 		return err
 	}
 	return waitHealthy(ctx, p, opts.StartTimeout, func() error {
 		return httpGet(insecureLoopback, fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
 	})
+}
+
+// componentArgs are the flags kube-controller-manager and kube-scheduler
+// share: the admin kubeconfig for the API and for delegated auth, a loopback
+// health port, and no leader election.
+func (cp *ControlPlane) componentArgs(name string, port int) []string {
+	return []string{
+		"--kubeconfig=" + cp.Kubeconfig,
+		"--authentication-kubeconfig=" + cp.Kubeconfig,
+		"--authorization-kubeconfig=" + cp.Kubeconfig,
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(port),
+		"--cert-dir=" + filepath.Join(cp.Dir, name+"-certs"),
+		"--leader-elect=false",
+	}
 }
 
 func (cp *ControlPlane) writeKubeconfig() error {
