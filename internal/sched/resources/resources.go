@@ -38,6 +38,9 @@ func NewIndex() *Index {
 	return ix
 }
 
+// Slot returns the slot of a resource name, adding it when new.
+func (ix *Index) Slot(name corev1.ResourceName) int { return ix.slot(name) }
+
 func (ix *Index) slot(name corev1.ResourceName) int {
 	if s, ok := ix.slots[name]; ok {
 		return s
@@ -103,6 +106,9 @@ func value(name corev1.ResourceName, q resource.Quantity) int64 {
 
 // Vector is a resource amount per slot of an Index.
 type Vector []int64
+
+// At returns slot s, zero beyond the vector's length.
+func (v Vector) At(s int) int64 { return v.at(s) }
 
 func (v Vector) at(s int) int64 {
 	if s < len(v) {

@@ -1,0 +1,124 @@
+package sched
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/sched/requirement"
+)
+
+// explain says, for each NodePool, why it cannot launch a node for the pod:
+// the first check that rules it out, in the order the solver applies them.
+func (s *solver) explain(p *podState) string {
+	if len(s.pools) == 0 {
+		return "no existing node fits and no NodePool can launch nodes"
+	}
+	preqs := p.requirements()
+	parts := make([]string, 0, len(s.pools))
+	for _, ps := range s.pools {
+		parts = append(parts, fmt.Sprintf("NodePool %s: %s", ps.name, s.poolReason(ps, p, preqs)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requirements) string {
+	if ps.invalid != nil {
+		return ps.invalid.Error()
+	}
+	if t, bad := untolerated(ps.taints, p.tolerations); bad {
+		return fmt.Sprintf("taint %s not tolerated", t.ToString())
+	}
+	if err := ps.reqs.Compatible(preqs, s.wellKnown); err != nil {
+		return "requirements not met: " + err.Error()
+	}
+	if len(ps.types) == 0 {
+		return fmt.Sprintf("no instance type%s has an available offering", scope(ps.reqs))
+	}
+	reqs := ps.reqs.Clone()
+	reqs.AddAll(preqs)
+	var matching, offered, fitting []*typeState
+	for _, t := range ps.types {
+		if t.reqs.Intersects(reqs) != nil {
+			continue
+		}
+		matching = append(matching, t)
+		if t.hasOffering(reqs) {
+			offered = append(offered, t)
+		}
+	}
+	switch {
+	case len(matching) == 0:
+		return fmt.Sprintf("no instance type%s matches %s", scope(ps.reqs), preqs)
+	case len(offered) == 0:
+		return fmt.Sprintf("no available offering%s for %s", scope(ps.reqs), preqs)
+	}
+	for slot, need := range p.requests {
+		if need == 0 {
+			continue
+		}
+		enough := false
+		for _, t := range offered {
+			enough = enough || t.allocatable.At(slot) >= need
+		}
+		if !enough {
+			name := s.ix.Name(slot)
+			q := s.ix.ResourceList(slotOnly(p.requests, slot))[name]
+			return fmt.Sprintf("no instance type%s has enough %s (requested %s)", scope(ps.reqs), name, q.String())
+		}
+	}
+	for _, t := range offered {
+		if p.requests.Fits(t.allocatable) {
+			fitting = append(fitting, t)
+		}
+	}
+	if len(fitting) == 0 {
+		return fmt.Sprintf("no instance type%s fits all of %s at once", scope(ps.reqs), formatResources(s.ix.ResourceList(p.requests)))
+	}
+	if ps.nodesLeft == 0 {
+		return "limit on nodes reached"
+	}
+	return "limits exceeded: room left is " + formatResources(s.ix.ResourceList(ps.remaining))
+}
+
+// scope names the pool requirements that pick instance types, e.g.
+// " (karpenter.k8s.aws/instance-category In [c m r])", for messages.
+func scope(reqs requirement.Requirements) string {
+	var parts []string
+	for _, k := range reqs.Keys() {
+		if strings.Contains(k, "/instance-") {
+			r, _ := reqs.Get(k)
+			parts = append(parts, r.String())
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// formatResources renders a resource list as "cpu=2, memory=4Gi".
+func formatResources(rl corev1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		q := rl[corev1.ResourceName(n)]
+		parts = append(parts, n+"="+q.String())
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func slotOnly(v []int64, slot int) []int64 {
+	out := make([]int64, len(v))
+	out[slot] = v[slot]
+	return out
+}

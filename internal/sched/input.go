@@ -1,0 +1,64 @@
+package sched
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// Input is everything one solve looks at. It is read, never modified.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Nodes are the existing nodes, and in-flight NodeClaims from earlier
+	// batches (InFlight), that pods may be placed on before anything new is
+	// bought.
+	Nodes []Node
+	// NodePools with the instance types each may launch.
+	NodePools []NodePool
+	// DaemonSetPods are one pod per DaemonSet (its template); each new node
+	// reserves room for the ones that would run on it.
+	DaemonSetPods []*corev1.Pod
+	// WellKnownLabels are keys a provider defines on every node, so a pod may
+	// ask for them even when a NodePool does not mention them. Nil means
+	// WellKnownLabels().
+	WellKnownLabels map[string]bool
+	// Unavailable reports offerings known to be out of capacity; nil means
+	// none.
+	Unavailable func(instanceType, zone, capacityType string) bool
+}
+
+// Node is capacity that exists already: a registered node or an in-flight
+// NodeClaim.
+type Node struct {
+	Name        string
+	Labels      map[string]string
+	Taints      []corev1.Taint
+	Allocatable corev1.ResourceList
+	// Pods already bound to (or nominated for) the node; their requests are
+	// taken from Allocatable.
+	Pods []*corev1.Pod
+	// NodePool is the pool that launched the node, "" for unmanaged nodes.
+	NodePool string
+	// Initialized is false for a managed node still starting: its startup
+	// taints and the known ephemeral taints (not-ready, unreachable,
+	// uninitialized, unregistered) do not keep pods away.
+	Initialized bool
+	// StartupTaints of the node's NodeClaim.
+	StartupTaints []corev1.Taint
+	// InFlight marks a NodeClaim that has not registered a node yet; such
+	// capacity is tried after registered nodes.
+	InFlight bool
+	// MarkedForDeletion nodes take no new pods.
+	MarkedForDeletion bool
+}
+
+// NodePool is a NodePool with the instance types it may launch.
+type NodePool struct {
+	*karpv1.NodePool
+	InstanceTypes []*catalog.InstanceType
+	// Usage is the capacity of the pool's existing nodes and in-flight claims,
+	// counted against spec.limits (including a "nodes" count).
+	Usage corev1.ResourceList
+}

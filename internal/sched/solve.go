@@ -1,0 +1,186 @@
+package sched
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched/requirement"
+	"github.com/nodewright/nodewright/internal/sched/resources"
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// MaxInstanceTypeOptions caps the instance types written on a NodeClaim.
+const MaxInstanceTypeOptions = 600
+
+type solver struct {
+	in            Input
+	ix            *resources.Index
+	wellKnown     map[string]bool
+	daemons       []*podState
+	pools         []*poolState
+	nodes         []*nodeState
+	claims        []*claim
+	preferNoSched bool
+}
+
+// Solve places the input's pods: on existing nodes and in-flight claims
+// first, then on new NodeClaims from the NodePools in weight order. It never
+// fails as a whole: a pod it cannot place is listed with the reason.
+func Solve(in Input) Plan {
+	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: in.WellKnownLabels}
+	if s.wellKnown == nil {
+		s.wellKnown = WellKnownLabels()
+	}
+	for _, d := range in.DaemonSetPods {
+		if ds := newPodState(d, s.ix); ds.invalid == nil {
+			s.daemons = append(s.daemons, ds)
+		}
+	}
+	for _, np := range in.NodePools {
+		ps := s.preparePool(np)
+		s.pools = append(s.pools, ps)
+		s.preferNoSched = s.preferNoSched || ps.preferNoSched
+	}
+	sortPools(s.pools)
+	for i := range in.Nodes {
+		s.nodes = append(s.nodes, s.prepareNode(&in.Nodes[i]))
+	}
+	sortNodes(s.nodes)
+
+	pods := make([]*podState, 0, len(in.Pods))
+	for _, p := range in.Pods {
+		pods = append(pods, newPodState(p, s.ix))
+	}
+	sortPods(pods)
+
+	var plan Plan
+	for _, p := range pods {
+		if p.invalid != nil {
+			plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: p.invalid.Error()})
+			continue
+		}
+		for !s.place(p) {
+			if !p.relax(s.preferNoSched) {
+				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p)})
+				break
+			}
+		}
+	}
+	for _, ns := range s.nodes {
+		if len(ns.placed) > 0 {
+			plan.Existing = append(plan.Existing, Placement{Node: ns.node.Name, Pods: ns.placed})
+		}
+	}
+	for _, c := range s.claims {
+		plan.NodeClaims = append(plan.NodeClaims, s.finalize(c))
+	}
+	return plan
+}
+
+// place puts the pod on the first node, claim or new claim that takes it.
+func (s *solver) place(p *podState) bool {
+	preqs := p.requirements()
+	for _, ns := range s.nodes {
+		if ns.fits(p, preqs) {
+			ns.place(p)
+			return true
+		}
+	}
+	sortClaims(s.claims)
+	for _, c := range s.claims {
+		if cand, ok := c.try(s, p, preqs); ok {
+			c.commit(p, cand)
+			return true
+		}
+	}
+	for _, ps := range s.pools {
+		if c := s.newClaim(ps, p, preqs); c != nil {
+			s.claims = append(s.claims, c)
+			return true
+		}
+	}
+	return false
+}
+
+// newClaim opens a NodeClaim from the pool for the pod, or returns nil.
+func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirements) *claim {
+	if ps.invalid != nil {
+		return nil
+	}
+	if _, bad := untolerated(ps.taints, p.tolerations); bad {
+		return nil
+	}
+	if ps.reqs.Compatible(preqs, s.wellKnown) != nil {
+		return nil
+	}
+	reqs := ps.reqs.Clone()
+	reqs.AddAll(preqs)
+	types := filterTypes(ps.types, reqs, p.requests, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
+	if len(types) == 0 {
+		return nil
+	}
+	c := &claim{pool: ps, reqs: reqs, requests: slices.Clone(p.requests), types: types, pods: []*podState{p}}
+	c.reserved, c.maxAlloc = envelope(types)
+	if ps.limited {
+		ps.remaining = ps.remaining.Minus(c.reserved)
+		if ps.nodesLeft > 0 {
+			ps.nodesLeft--
+		}
+	}
+	return c
+}
+
+// finalize turns a claim into the NodeClaim to create.
+func (s *solver) finalize(c *claim) NodeClaim {
+	type option struct {
+		t *typeState
+		o catalog.Offering
+	}
+	opts := make([]option, 0, len(c.types))
+	for _, t := range c.types {
+		if o, ok := t.cheapest(c.reqs); ok {
+			opts = append(opts, option{t, o})
+		}
+	}
+	slices.SortStableFunc(opts, func(a, b option) int {
+		if c := cmp.Compare(a.o.Price, b.o.Price); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.t.it.Name, b.t.it.Name)
+	})
+	if len(opts) > MaxInstanceTypeOptions {
+		opts = opts[:MaxInstanceTypeOptions]
+	}
+	names := make([]string, 0, len(opts))
+	var cts []string
+	for _, o := range opts {
+		names = append(names, o.t.it.Name)
+		for _, off := range o.t.offerings {
+			if offeringAllowed(c.reqs, off) {
+				cts = append(cts, off.CapacityType)
+			}
+		}
+	}
+	reqs := c.reqs.Clone()
+	reqs.Add(requirement.MustNew(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
+	reqs.Add(requirement.MustNew(karpv1.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
+	best := opts[0]
+	pods := make([]*corev1.Pod, 0, len(c.pods))
+	for _, p := range c.pods {
+		pods = append(pods, p.pod)
+	}
+	return NodeClaim{
+		NodePool:            c.pool.name,
+		Requirements:        reqs.NodeSelectorRequirements(),
+		InstanceTypeOptions: names,
+		InstanceType:        best.t.it.Name,
+		Zone:                best.o.Zone,
+		CapacityType:        best.o.CapacityType,
+		Price:               best.o.Price,
+		Pods:                pods,
+		Requests:            s.ix.ResourceList(c.requests.Plus(best.t.overhead)),
+	}
+}
