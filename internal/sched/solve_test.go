@@ -125,9 +125,9 @@ func TestSolve(t *testing.T) {
 			wantClaims: 1,
 		},
 		{
-			name: "a label no pool defines cannot be met",
-			in:   Input{Pods: []*corev1.Pod{pod("a", "1", "1Gi", withNodeSelector("team", "payments"))}, NodePools: []NodePool{nodePool("default", its)}},
-			want: map[string]string{"a": "-"},
+			name:       "a label no pool defines cannot be met",
+			in:         Input{Pods: []*corev1.Pod{pod("a", "1", "1Gi", withNodeSelector("team", "payments"))}, NodePools: []NodePool{nodePool("default", its)}},
+			want:       map[string]string{"a": "-"},
 			wantReason: map[string]string{"a": `NodePool default: requirements not met: label "team" does not have known values`},
 		},
 		{

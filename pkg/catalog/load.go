@@ -13,8 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 )
 
 //go:embed data/aws-us-east-1.catalog.json
