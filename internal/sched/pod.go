@@ -29,6 +29,9 @@ type podState struct {
 	// tolerations, plus Exists:PreferNoSchedule once relaxed that far.
 	tolerations        []corev1.Toleration
 	toleratesPreferred bool
+	// revisited: the required terms were swept again with every preference
+	// dropped.
+	revisited bool
 	// invalid explains a pod spec the solver cannot use.
 	invalid error
 }
@@ -102,6 +105,11 @@ func (p *podState) strictRequirements() requirement.Requirements { return p.term
 // was one to drop: first the first of several required node-affinity terms,
 // then the heaviest preferred node-affinity term, then (when some pool has
 // PreferNoSchedule taints) those taints are tolerated.
+//
+// Unlike Karpenter, a required term dropped early is not lost: the terms are
+// alternatives, and one may have failed only because of a preference that
+// was dropped later. So once nothing else is left, the terms are tried again
+// from the first with every preference gone, as kube-scheduler would.
 func (p *podState) relax(preferNoScheduleTaints bool) bool {
 	switch {
 	case p.term < len(p.terms)-1:
@@ -111,6 +119,8 @@ func (p *podState) relax(preferNoScheduleTaints bool) bool {
 	case preferNoScheduleTaints && !p.toleratesPreferred:
 		p.toleratesPreferred = true
 		p.tolerations = append(slices.Clone(p.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
+	case !p.revisited && p.term > 0:
+		p.revisited, p.term = true, 0
 	default:
 		return false
 	}

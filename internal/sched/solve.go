@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,10 +31,7 @@ type solver struct {
 // first, then on new NodeClaims from the NodePools in weight order. It never
 // fails as a whole: a pod it cannot place is listed with the reason.
 func Solve(in Input) Plan {
-	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: in.WellKnownLabels}
-	if s.wellKnown == nil {
-		s.wellKnown = WellKnownLabels()
-	}
+	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in)}
 	for _, d := range in.DaemonSetPods {
 		if ds := newPodState(d, s.ix); ds.invalid == nil {
 			s.daemons = append(s.daemons, ds)
@@ -78,6 +76,24 @@ func Solve(in Input) Plan {
 		plan.NodeClaims = append(plan.NodeClaims, s.finalize(c))
 	}
 	return plan
+}
+
+// knownLabels: the input's well-known labels plus every key an instance type
+// defines, since any node launched from that type will carry it.
+func knownLabels(in Input) map[string]bool {
+	base := in.WellKnownLabels
+	if base == nil {
+		base = WellKnownLabels()
+	}
+	out := maps.Clone(base)
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			for k := range it.Labels {
+				out[k] = true
+			}
+		}
+	}
+	return out
 }
 
 // place puts the pod on the first node, claim or new claim that takes it.
