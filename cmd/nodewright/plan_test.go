@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/plan"
+)
+
+func TestPlanJSON(t *testing.T) {
+	out, err := run(t, "plan", "-f", "../../testdata/seed", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got plan.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("plan -o json is not the documented shape: %v\n%s", err, out)
+	}
+	if len(got.Unschedulable) != 0 || len(got.NodeClaims) == 0 {
+		t.Fatalf("seed plan: %+v", got)
+	}
+	placed := 0
+	total := 0.0
+	for _, nc := range got.NodeClaims {
+		placed += len(nc.Pods)
+		total += nc.Price
+		if nc.NodePool != "stable" || nc.CapacityType != "on-demand" || len(nc.InstanceTypeOptions) == 0 || nc.InstanceTypeOptions[0] != nc.InstanceType {
+			t.Errorf("web-api claim: %+v", nc)
+		}
+	}
+	if placed != 6 {
+		t.Errorf("%d pods placed, want web-api's 6", placed)
+	}
+	if got.TotalPricePerHour != total || got.SolveSeconds <= 0 {
+		t.Errorf("totalPricePerHour %v (sum %v), solveSeconds %v", got.TotalPricePerHour, total, got.SolveSeconds)
+	}
+	// Every key of the documented shape is present, even when empty.
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(out), &raw)
+	for _, k := range []string{"nodeClaims", "existing", "unschedulable", "totalPricePerHour", "solveSeconds"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON has no %q", k)
+		}
+	}
+}
+
+func TestPlanTextExplainsUnschedulablePods(t *testing.T) {
+	dir := t.TempDir()
+	gpuPod := `apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  containers: [{name: t, image: x, resources: {requests: {cpu: "1", nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "pod.yaml"), []byte(gpuPod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "plan", "-f", "../../testdata/seed/nodepool-default.yaml", "-f", "../../testdata/seed/nodepool-gpu.yaml",
+		"-f", "../../testdata/seed/ec2nodeclass-default.yaml", "-f", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"unschedulable ml/trainer:",
+		"NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated",
+		"NodePool default: no instance type (karpenter.k8s.aws/instance-category In [c m r]",
+		"has enough nvidia.com/gpu (requested 1)",
+		"total: 0 NodeClaim(s)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, resources: {requests: {cpu: lots}}}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badCatalog := filepath.Join(dir, "catalog.json")
+	if err := os.WriteFile(badCatalog, []byte(`[{"name": "x"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "-f", bad}, "bad.yaml: document 1 (Pod p)"},
+		{[]string{"plan", "-f", "../../testdata/seed", "--catalog", badCatalog}, `catalog.json: instance type [0] "x"`},
+		{[]string{"plan", "-f", "../../testdata/seed", "-o", "yaml"}, `-o "yaml"`},
+		{[]string{"plan"}, "no manifests"},
+	}
+	for _, c := range cases {
+		_, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want it to contain %q", c.args, err, c.want)
+		}
+	}
+}

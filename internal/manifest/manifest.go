@@ -1,0 +1,222 @@
+package manifest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+)
+
+// Set is everything read from a list of manifests.
+type Set struct {
+	NodePools       []*karpv1.NodePool
+	NodeClaims      []*karpv1.NodeClaim
+	EC2NodeClasses  []*awsv1.EC2NodeClass
+	KWOKNodeClasses []*kwokv1alpha1.KWOKNodeClass
+	Nodes           []*corev1.Node
+	// Pods holds standalone pods and the pods workloads expand to.
+	Pods         []*corev1.Pod
+	Deployments  []*appsv1.Deployment
+	ReplicaSets  []*appsv1.ReplicaSet
+	StatefulSets []*appsv1.StatefulSet
+	Jobs         []*batchv1.Job
+	DaemonSets   []*appsv1.DaemonSet
+	// Ignored counts documents of kinds that do not affect node decisions
+	// (Namespaces, Services, ConfigMaps, ...), by kind.
+	Ignored map[string]int
+}
+
+// ignoredKinds are accepted and skipped: they shape no node decision.
+var ignoredKinds = map[string]bool{
+	"Namespace": true, "Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
+	"PodDisruptionBudget": true, "PriorityClass": true, "HorizontalPodAutoscaler": true,
+	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
+	"Ingress": true, "NetworkPolicy": true, "LimitRange": true, "ResourceQuota": true,
+}
+
+// Load reads files and directories (the *.yaml, *.yml and *.json files
+// directly in a directory, as `kubectl apply -f DIR` does).
+func Load(paths ...string) (*Set, error) {
+	s := &Set{}
+	for _, p := range paths {
+		files, err := expand(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", f, err)
+			}
+			if err := s.Add(f, data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func expand(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading directory %s: %w", path, err)
+	}
+	var files []string
+	for _, e := range entries {
+		switch strings.ToLower(filepath.Ext(e.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !e.IsDir() {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("directory %s has no .yaml, .yml or .json files", path)
+	}
+	slices.Sort(files)
+	return files, nil
+}
+
+// Add decodes every document of one file (or stream) named source.
+func (s *Set) Add(source string, data []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", source, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || isOnlyComments(raw) {
+			continue
+		}
+		js, err := yaml.YAMLToJSON(raw)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: not valid YAML: %w", source, doc, err)
+		}
+		if err := s.addJSON(js); err != nil {
+			return fmt.Errorf("%s: document %d%s: %w", source, doc, describe(js), err)
+		}
+	}
+}
+
+func isOnlyComments(raw []byte) bool {
+	for _, line := range strings.Split(string(raw), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "#") && t != "---" {
+			return false
+		}
+	}
+	return true
+}
+
+// describe renders " (Kind namespace/name)" for messages.
+func describe(js []byte) string {
+	var head struct {
+		Kind     string            `json:"kind"`
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if json.Unmarshal(js, &head) != nil || head.Kind == "" {
+		return ""
+	}
+	name := head.Metadata.Name
+	if head.Metadata.Namespace != "" {
+		name = head.Metadata.Namespace + "/" + name
+	}
+	return fmt.Sprintf(" (%s %s)", head.Kind, name)
+}
+
+func (s *Set) addJSON(js []byte) error {
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(js, &tm); err != nil {
+		return fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	if tm.Kind == "List" {
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := json.Unmarshal(js, &list); err != nil {
+			return err
+		}
+		for i, item := range list.Items {
+			if err := s.addJSON(item); err != nil {
+				return fmt.Errorf("items[%d]%s: %w", i, describe(item), err)
+			}
+		}
+		return nil
+	}
+	switch tm.GroupVersionKind().GroupKind().String() {
+	case "NodePool.karpenter.sh":
+		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodePools)
+	case "NodeClaim.karpenter.sh":
+		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodeClaims)
+	case "EC2NodeClass.karpenter.k8s.aws":
+		return decodeInto(js, tm, awsv1.SchemeGroupVersion.String(), &s.EC2NodeClasses)
+	case "KWOKNodeClass.karpenter.kwok.sh":
+		return decodeInto(js, tm, kwokv1alpha1.SchemeGroupVersion.String(), &s.KWOKNodeClasses)
+	case "Node":
+		return decodeInto(js, tm, "v1", &s.Nodes)
+	case "Pod":
+		return decodeInto(js, tm, "v1", &s.Pods)
+	case "Deployment.apps":
+		return decodeInto(js, tm, "apps/v1", &s.Deployments)
+	case "ReplicaSet.apps":
+		return decodeInto(js, tm, "apps/v1", &s.ReplicaSets)
+	case "StatefulSet.apps":
+		return decodeInto(js, tm, "apps/v1", &s.StatefulSets)
+	case "DaemonSet.apps":
+		return decodeInto(js, tm, "apps/v1", &s.DaemonSets)
+	case "Job.batch":
+		return decodeInto(js, tm, "batch/v1", &s.Jobs)
+	}
+	if ignoredKinds[tm.Kind] {
+		if s.Ignored == nil {
+			s.Ignored = map[string]int{}
+		}
+		s.Ignored[tm.Kind]++
+		return nil
+	}
+	if tm.Kind == "" {
+		return fmt.Errorf("kind: required")
+	}
+	return fmt.Errorf("unsupported kind %s (apiVersion %s)", tm.Kind, tm.APIVersion)
+}
+
+// decodeInto strictly decodes js as a T of the expected apiVersion and appends it.
+func decodeInto[T any](js []byte, tm metav1.TypeMeta, apiVersion string, into *[]*T) error {
+	if tm.APIVersion != apiVersion {
+		return fmt.Errorf("apiVersion %q: want %s", tm.APIVersion, apiVersion)
+	}
+	obj := new(T)
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
+		return err
+	}
+	*into = append(*into, obj)
+	return nil
+}
