@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -362,13 +364,34 @@ func randomInput(seed uint64) Input {
 		}
 		in.Pods = append(in.Pods, pod(fmt.Sprintf("p%d", i), pick("100m", "500m", "1", "2", "4"), pick("128Mi", "1Gi", "4Gi", "16Gi"), opts...))
 	}
+	// Topology groups, each homogeneous so the final-state checks hold: zone
+	// spread, hostname anti-affinity, zone self-affinity, hostname spread.
+	groups := []podOpt{
+		withSpread(corev1.LabelTopologyZone, int32(1+rng.IntN(2)), corev1.DoNotSchedule, selector("app", "spread")),
+		withAntiAffinity(corev1.LabelHostname, selector("app", "anti")),
+		withPodAffinity(corev1.LabelTopologyZone, selector("app", "affine"), nil),
+		withSpread(corev1.LabelHostname, 1, corev1.DoNotSchedule, selector("app", "host")),
+	}
+	apps := []string{"spread", "anti", "affine", "host"}
+	for g := range groups {
+		if rng.IntN(2) == 0 {
+			continue
+		}
+		for i := range rng.IntN(8) {
+			in.Pods = append(in.Pods, pod(fmt.Sprintf("%s%d", apps[g], i), pick("100m", "500m", "1"), pick("128Mi", "1Gi"), withLabels("app", apps[g]), groups[g]))
+		}
+	}
+	if len(in.Nodes) > 0 && rng.IntN(2) == 0 {
+		// A running pod whose anti-affinity repels the "anti" group.
+		in.Nodes[0].Pods = append(in.Nodes[0].Pods, pod("repeller", "100m", "64Mi", withAntiAffinity(corev1.LabelHostname, selector("app", "anti"))))
+	}
 	return in
 }
 
 func checkSeed(t *testing.T, seed uint64) {
 	in := randomInput(seed)
 	plan := Solve(in)
-	for _, e := range checkPlan(in, plan) {
+	for _, e := range append(checkPlan(in, plan), checkTopology(in, plan)...) {
 		t.Errorf("seed %d: %s", seed, e)
 	}
 	limited := slices.ContainsFunc(in.NodePools, func(np NodePool) bool { return len(np.Spec.Limits) > 0 })
@@ -376,6 +399,9 @@ func checkSeed(t *testing.T, seed uint64) {
 		return // with limits, what fits depends on what came first
 	}
 	for _, u := range plan.Unschedulable {
+		if u.Pod.Labels["app"] != "" {
+			continue // topology decides; the checks above cover it
+		}
 		if aloneFeasible(in, u.Pod) {
 			t.Errorf("seed %d: pod %s is unschedulable (%s), but a fresh node could host it", seed, u.Pod.Name, u.Reason)
 		}
@@ -396,4 +422,133 @@ func FuzzSolve(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64) { checkSeed(t, seed) })
+}
+
+// placedPod is a pod and the labels of the node it ends on.
+type placedPod struct {
+	pod    *corev1.Pod
+	labels map[string]string
+}
+
+// finalPlacement lists every pod on a node after the plan: the pods already
+// running on existing nodes, and the plan's placements.
+func finalPlacement(in Input, plan Plan) []placedPod {
+	var out []placedPod
+	pools := map[string]NodePool{}
+	for _, np := range in.NodePools {
+		pools[np.Name] = np
+	}
+	nodeLabels := func(n Node) map[string]string {
+		l := map[string]string{corev1.LabelHostname: n.Name}
+		for k, v := range n.Labels {
+			l[k] = v
+		}
+		return l
+	}
+	byName := map[string]Node{}
+	for _, n := range in.Nodes {
+		byName[n.Name] = n
+		for _, p := range n.Pods {
+			out = append(out, placedPod{p, nodeLabels(n)})
+		}
+	}
+	for _, e := range plan.Existing {
+		for _, p := range e.Pods {
+			out = append(out, placedPod{p, nodeLabels(byName[e.Node])})
+		}
+	}
+	for i, nc := range plan.NodeClaims {
+		np := pools[nc.NodePool]
+		for _, it := range np.InstanceTypes {
+			if it.Name != nc.InstanceType {
+				continue
+			}
+			l := poolLabels(np, it, catalog.Offering{Zone: nc.Zone, CapacityType: nc.CapacityType})
+			l[corev1.LabelHostname] = fmt.Sprintf("new-node-%d", i)
+			for _, p := range nc.Pods {
+				out = append(out, placedPod{p, l})
+			}
+		}
+	}
+	return out
+}
+
+func termSelects(term corev1.PodAffinityTerm, owner, p *corev1.Pod) bool {
+	if term.LabelSelector == nil {
+		return false
+	}
+	if len(term.Namespaces) == 0 && term.NamespaceSelector == nil && p.Namespace != owner.Namespace {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	return err == nil && sel.Matches(labels.Set(p.Labels))
+}
+
+// checkTopology verifies required pod anti-affinity (both ways), required pod
+// affinity, and for hard spread constraints that the final skew over the
+// domains in use is within maxSkew (a necessary condition).
+func checkTopology(in Input, plan Plan) []string {
+	var errs []string
+	all := finalPlacement(in, plan)
+	pending := map[*corev1.Pod]bool{}
+	for _, p := range in.Pods {
+		pending[p] = true
+	}
+	for _, a := range all {
+		aff := a.pod.Spec.Affinity
+		if aff != nil && aff.PodAntiAffinity != nil {
+			for _, term := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				for _, b := range all {
+					if a.pod == b.pod || !(pending[a.pod] || pending[b.pod]) || !termSelects(term, a.pod, b.pod) {
+						continue
+					}
+					if da, ok := a.labels[term.TopologyKey]; ok && da == b.labels[term.TopologyKey] {
+						errs = append(errs, fmt.Sprintf("%s and %s share %s=%s despite %s's anti-affinity", a.pod.Name, b.pod.Name, term.TopologyKey, da, a.pod.Name))
+					}
+				}
+			}
+		}
+		if !pending[a.pod] {
+			continue
+		}
+		if aff != nil && aff.PodAffinity != nil {
+			for _, term := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				found := false
+				for _, b := range all {
+					found = found || (termSelects(term, a.pod, b.pod) && b.labels[term.TopologyKey] == a.labels[term.TopologyKey])
+				}
+				if !found {
+					errs = append(errs, fmt.Sprintf("%s's affinity on %s finds no matching pod in %s", a.pod.Name, term.TopologyKey, a.labels[term.TopologyKey]))
+				}
+			}
+		}
+		for _, c := range a.pod.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable != corev1.DoNotSchedule {
+				continue
+			}
+			sel, _ := metav1.LabelSelectorAsSelector(c.LabelSelector)
+			counts := map[string]int{}
+			for _, b := range all {
+				if b.pod.Namespace == a.pod.Namespace && sel.Matches(labels.Set(b.pod.Labels)) {
+					if d, ok := b.labels[c.TopologyKey]; ok {
+						counts[d]++
+					}
+				}
+			}
+			lo, hi := -1, 0
+			for _, n := range counts {
+				if lo < 0 || n < lo {
+					lo = n
+				}
+				hi = max(hi, n)
+			}
+			if c.TopologyKey != corev1.LabelHostname && hi-lo > int(c.MaxSkew) {
+				errs = append(errs, fmt.Sprintf("spread of %s on %s: counts %v exceed maxSkew %d", a.pod.Name, c.TopologyKey, counts, c.MaxSkew))
+			}
+			if c.TopologyKey == corev1.LabelHostname && hi > int(c.MaxSkew) {
+				errs = append(errs, fmt.Sprintf("hostname spread of %s: a node holds %d > maxSkew %d", a.pod.Name, hi, c.MaxSkew))
+			}
+		}
+	}
+	return errs
 }

@@ -3,6 +3,8 @@ package sched
 import (
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodewright/nodewright/internal/sched/requirement"
 	"github.com/nodewright/nodewright/internal/sched/resources"
 )
@@ -10,13 +12,16 @@ import (
 // claim is a NodeClaim being built: the pods placed on it so far, the
 // requirements they share, and the instance types that still fit them all.
 type claim struct {
-	pool     *poolState
+	pool *poolState
+	// hostname is a placeholder: the claim's own domain for hostname topology.
+	hostname string
 	reqs     requirement.Requirements
 	requests resources.Vector // the pods' requests
 	types    []*typeState     // cheapest first
 	pods     []*podState
-	// reserved is charged against the pool's limits: the slot-wise largest
-	// capacity among the candidate types, so no launch choice can exceed them.
+	// reserved is charged against the pool's limits while solving: the
+	// capacity of the cheapest candidate, the one a launch would pick.
+	// Finalizing trims the options so that even the largest stays within.
 	reserved resources.Vector
 	// maxAlloc is the slot-wise largest allocatable among the candidates: a
 	// cheap first test before the full filter.
@@ -44,23 +49,54 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 	}
 	reqs := c.reqs.Clone()
 	reqs.AddAll(preqs)
-	types := filterTypes(c.types, reqs, requests, nil)
-	if len(types) == 0 {
+	var keep func(*typeState) bool
+	if c.pool.limited {
+		room := c.pool.remaining.Plus(c.reserved)
+		keep = func(t *typeState) bool { return c.pool.fits(t.capacity, room) }
+	}
+	types, reqs, ok := s.fitTypes(p, c.types, reqs, requests, c.hostname, keep)
+	if !ok {
 		return candidate{}, false
 	}
 	return candidate{reqs: reqs, requests: requests, types: types}, true
 }
 
-// commit adds the pod, narrowing the candidates and releasing the limit
-// headroom the dropped types had reserved.
+// commit adds the pod, narrowing the candidates and moving the claim's
+// charge against the pool's limits to its new cheapest candidate.
 func (c *claim) commit(p *podState, cand candidate) {
 	c.pods = append(c.pods, p)
 	c.reqs, c.requests, c.types = cand.reqs, cand.requests, cand.types
-	reserved, maxAlloc := envelope(c.types)
+	_, c.maxAlloc = envelope(c.types)
 	if c.pool.limited {
-		c.pool.remaining = c.pool.remaining.Plus(c.reserved).Minus(reserved)
+		c.pool.remaining = c.pool.remaining.Plus(c.reserved).Minus(c.types[0].capacity)
+		c.reserved = c.types[0].capacity
 	}
-	c.reserved, c.maxAlloc = reserved, maxAlloc
+}
+
+// fitTypes filters the types for the requirements and requests, then applies
+// the pod's topology constraints, which may narrow the requirements (to one
+// zone, say) and so the types again.
+func (s *solver) fitTypes(p *podState, types []*typeState, reqs requirement.Requirements, requests resources.Vector, hostname string, keep func(*typeState) bool) ([]*typeState, requirement.Requirements, bool) {
+	types = filterTypes(types, reqs, requests, keep)
+	if len(types) == 0 {
+		return nil, reqs, false
+	}
+	narrowed, ok := s.narrow(p, reqs, types, hostname)
+	if !ok {
+		return nil, reqs, false
+	}
+	if narrowed.Len() != reqs.Len() || narrowed.String() != reqs.String() {
+		types = filterTypes(types, narrowed, requests, nil)
+	}
+	return types, narrowed, len(types) > 0
+}
+
+// domainsOf returns the domains a claim's node can take for a key.
+func (c *claim) domainsOf(key string) []string {
+	if key == corev1.LabelHostname {
+		return []string{c.hostname}
+	}
+	return claimDomains(c.reqs, c.types, key)
 }
 
 // filterTypes keeps the types whose labels meet reqs, that have an admitted

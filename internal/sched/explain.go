@@ -77,10 +77,13 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	if len(fitting) == 0 {
 		return fmt.Sprintf("no instance type%s fits all of %s at once", scope(ps.reqs), formatResources(s.ix.ResourceList(p.requests)))
 	}
+	if r := s.topoReason(p, reqs, fitting); r != "" {
+		return r
+	}
 	if ps.nodesLeft == 0 {
 		return "limit on nodes reached"
 	}
-	return "limits exceeded: room left is " + formatResources(s.ix.ResourceList(ps.remaining))
+	return "limits exceeded: room left is " + ps.limitsString(s.ix)
 }
 
 // scope names the pool requirements that pick instance types, e.g.

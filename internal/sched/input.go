@@ -27,6 +27,9 @@ type Input struct {
 	// Unavailable reports offerings known to be out of capacity; nil means
 	// none.
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// Namespaces maps namespace names to their labels, for the
+	// namespaceSelector of pod (anti-)affinity terms.
+	Namespaces map[string]map[string]string
 }
 
 // Node is capacity that exists already: a registered node or an in-flight

@@ -34,6 +34,38 @@ type podState struct {
 	revisited bool
 	// invalid explains a pod spec the solver cannot use.
 	invalid error
+
+	// Topology: spread constraints (hard, and soft ones treated as hard until
+	// dropped), pod affinity and anti-affinity (required, and preferred ones,
+	// heaviest first, treated as required until dropped).
+	spreads, softSpreads        []*topoGroup
+	affinities, prefAffinities  []*topoGroup
+	antis, prefAntis            []*topoGroup
+	softDropped, prefAffDropped int
+	prefAntiDropped             int
+	// inverse: anti-affinity groups whose selector picks this pod; it must
+	// stay out of their owners' domains.
+	inverse []*topoGroup
+	// matched: every group whose selector picks this pod, for counting.
+	matched []*topoGroup
+}
+
+// constraints lists the pod's active topology constraints.
+func (p *podState) constraints() []constraint {
+	var out []constraint
+	add := func(gs []*topoGroup, inverse bool) {
+		for _, g := range gs {
+			out = append(out, constraint{g: g, inverse: inverse})
+		}
+	}
+	add(p.spreads, false)
+	add(p.softSpreads[p.softDropped:], false)
+	add(p.affinities, false)
+	add(p.prefAffinities[p.prefAffDropped:], false)
+	add(p.antis, false)
+	add(p.prefAntis[p.prefAntiDropped:], false)
+	add(p.inverse, true)
+	return out
 }
 
 func newPodState(pod *corev1.Pod, ix *resources.Index) *podState {
@@ -102,9 +134,11 @@ func (p *podState) requirements() requirement.Requirements {
 func (p *podState) strictRequirements() requirement.Requirements { return p.terms[p.term] }
 
 // relax drops one preference in Karpenter's order and reports whether there
-// was one to drop: first the first of several required node-affinity terms,
-// then the heaviest preferred node-affinity term, then (when some pool has
-// PreferNoSchedule taints) those taints are tolerated.
+// was one to drop: the first of several required node-affinity terms, the
+// heaviest preferred pod affinity, the heaviest preferred pod anti-affinity,
+// the heaviest preferred node affinity, one ScheduleAnyway spread
+// constraint, and then (when some pool has PreferNoSchedule taints) those
+// taints are tolerated.
 //
 // Unlike Karpenter, a required term dropped early is not lost: the terms are
 // alternatives, and one may have failed only because of a preference that
@@ -114,8 +148,14 @@ func (p *podState) relax(preferNoScheduleTaints bool) bool {
 	switch {
 	case p.term < len(p.terms)-1:
 		p.term++
+	case p.prefAffDropped < len(p.prefAffinities):
+		p.prefAffDropped++
+	case p.prefAntiDropped < len(p.prefAntis):
+		p.prefAntiDropped++
 	case p.pref < len(p.preferred):
 		p.pref++
+	case p.softDropped < len(p.softSpreads):
+		p.softDropped++
 	case preferNoScheduleTaints && !p.toleratesPreferred:
 		p.toleratesPreferred = true
 		p.tolerations = append(slices.Clone(p.tolerations), corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})

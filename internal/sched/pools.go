@@ -28,6 +28,8 @@ type poolState struct {
 	limitSet  []int // slots that have a limit
 	nodesLeft int64 // -1: no node-count limit
 	invalid   error
+	// domainCache: the values the pool's nodes can take, per label key.
+	domainCache map[string][]string
 }
 
 // typeState is an instance type as one pool would launch it.
@@ -39,6 +41,8 @@ type typeState struct {
 	overhead    resources.Vector // daemon pods that would run on it
 	offerings   []catalog.Offering
 	price       float64 // cheapest available offering
+	// zones and capacityTypes of the admitted offerings, sorted.
+	zones, capacityTypes []string
 }
 
 func (s *solver) preparePool(np NodePool) *poolState {
@@ -106,8 +110,11 @@ func (s *solver) prepareType(ps *poolState, it *catalog.InstanceType) *typeState
 		zones, cts = append(zones, o.Zone), append(cts, o.CapacityType)
 		ts.price = min(ts.price, o.Price)
 	}
-	ts.reqs.Add(requirement.MustNew(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zones...))
-	ts.reqs.Add(requirement.MustNew(karpv1.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
+	slices.Sort(zones)
+	slices.Sort(cts)
+	ts.zones, ts.capacityTypes = slices.Compact(zones), slices.Compact(cts)
+	ts.reqs.Add(requirement.MustNew(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, ts.zones...))
+	ts.reqs.Add(requirement.MustNew(karpv1.LabelCapacityType, corev1.NodeSelectorOpIn, ts.capacityTypes...))
 	ts.overhead = s.daemonOverhead(ps, ts)
 	ts.allocatable = s.ix.Vector(it.Allocatable).Minus(ts.overhead)
 	return ts
@@ -153,6 +160,11 @@ func (ts *typeState) hasOffering(reqs requirement.Requirements) bool {
 	return slices.ContainsFunc(ts.offerings, func(o catalog.Offering) bool { return offeringAllowed(reqs, o) })
 }
 
+// hasOfferingIn reports whether the type has an admitted offering in a zone.
+func (ts *typeState) hasOfferingIn(reqs requirement.Requirements, zone string) bool {
+	return slices.ContainsFunc(ts.offerings, func(o catalog.Offering) bool { return o.Zone == zone && offeringAllowed(reqs, o) })
+}
+
 // cheapest returns the cheapest offering the requirements admit.
 func (ts *typeState) cheapest(reqs requirement.Requirements) (catalog.Offering, bool) {
 	best, found := catalog.Offering{}, false
@@ -164,18 +176,29 @@ func (ts *typeState) cheapest(reqs requirement.Requirements) (catalog.Offering, 
 	return best, found
 }
 
-// withinLimits reports whether a node of capacity c fits what the pool may
-// still add.
+// withinLimits reports whether a new node of capacity c fits what the pool
+// may still add.
 func (ps *poolState) withinLimits(c resources.Vector) bool {
-	if ps.nodesLeft == 0 {
-		return false
-	}
+	return ps.nodesLeft != 0 && ps.fits(c, ps.remaining)
+}
+
+// fits compares a capacity with room on the limited resources only.
+func (ps *poolState) fits(c, room resources.Vector) bool {
 	for _, slot := range ps.limitSet {
-		if c.At(slot) > ps.remaining.At(slot) {
+		if c.At(slot) > room.At(slot) {
 			return false
 		}
 	}
 	return true
+}
+
+// limitsString renders the room left on the limited resources.
+func (ps *poolState) limitsString(ix *resources.Index) string {
+	room := make(resources.Vector, ix.Len())
+	for _, slot := range ps.limitSet {
+		room[slot] = max(ps.remaining.At(slot), 0)
+	}
+	return formatResources(ix.ResourceList(room))
 }
 
 // sortPools orders pools by weight, highest first; ties by name as Karpenter

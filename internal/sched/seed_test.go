@@ -71,8 +71,8 @@ func TestSeedNodePools(t *testing.T) {
 	pods[0].CreationTimestamp = metav1.Now()
 
 	plan := Solve(Input{Pods: pods, NodePools: pools})
-	if len(plan.Unschedulable) > 0 {
-		t.Fatalf("unschedulable: %+v", plan.Unschedulable)
+	for _, u := range plan.Unschedulable {
+		t.Errorf("%s is unschedulable: %s", u.Pod.Name, u.Reason)
 	}
 	type where struct {
 		pool, capacityType, arch, category string

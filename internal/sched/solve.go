@@ -2,6 +2,7 @@ package sched
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -25,6 +26,8 @@ type solver struct {
 	nodes         []*nodeState
 	claims        []*claim
 	preferNoSched bool
+	topo          *topology
+	hostnames     int
 }
 
 // Solve places the input's pods: on existing nodes and in-flight claims
@@ -53,6 +56,7 @@ func Solve(in Input) Plan {
 		pods = append(pods, newPodState(p, s.ix))
 	}
 	sortPods(pods)
+	s.setupTopology(pods)
 
 	var plan Plan
 	for _, p := range pods {
@@ -72,10 +76,46 @@ func Solve(in Input) Plan {
 			plan.Existing = append(plan.Existing, Placement{Node: ns.node.Name, Pods: ns.placed})
 		}
 	}
+	s.trimToLimits()
 	for _, c := range s.claims {
 		plan.NodeClaims = append(plan.NodeClaims, s.finalize(c))
 	}
 	return plan
+}
+
+// trimToLimits keeps, for each claim of a limited pool, only the options that
+// keep the pool within its limits whatever each launch picks: claim by claim,
+// an option may use what the earlier claims' largest options and the later
+// claims' charges (their cheapest candidates) leave. The charged candidate
+// always fits, so no claim loses every option.
+func (s *solver) trimToLimits() {
+	for _, ps := range s.pools {
+		if !ps.limited {
+			continue
+		}
+		var mine []*claim
+		for _, c := range s.claims {
+			if c.pool == ps {
+				mine = append(mine, c)
+			}
+		}
+		// budget: the limits minus usage, i.e. remaining plus every charge.
+		budget := ps.remaining
+		for _, c := range mine {
+			budget = budget.Plus(c.reserved)
+		}
+		later := make(resources.Vector, s.ix.Len())
+		for _, c := range mine {
+			later = later.Plus(c.reserved)
+		}
+		for _, c := range mine {
+			later = later.Minus(c.reserved)
+			room := budget.Minus(later)
+			c.types = slices.DeleteFunc(c.types, func(t *typeState) bool { return !ps.fits(t.capacity, room) })
+			largest, _ := envelope(c.types)
+			budget = budget.Minus(largest)
+		}
+	}
 }
 
 // knownLabels: the input's well-known labels plus every key an instance type
@@ -100,8 +140,14 @@ func knownLabels(in Input) map[string]bool {
 func (s *solver) place(p *podState) bool {
 	preqs := p.requirements()
 	for _, ns := range s.nodes {
-		if ns.fits(p, preqs) {
+		if ns.fits(p, preqs) && s.nodeAllows(p, ns.node) {
 			ns.place(p)
+			s.record(p, func(key string) []string {
+				if d, ok := nodeDomain(ns.node, key); ok {
+					return []string{d}
+				}
+				return nil
+			})
 			return true
 		}
 	}
@@ -109,12 +155,14 @@ func (s *solver) place(p *podState) bool {
 	for _, c := range s.claims {
 		if cand, ok := c.try(s, p, preqs); ok {
 			c.commit(p, cand)
+			s.record(p, c.domainsOf)
 			return true
 		}
 	}
 	for _, ps := range s.pools {
 		if c := s.newClaim(ps, p, preqs); c != nil {
 			s.claims = append(s.claims, c)
+			s.record(p, c.domainsOf)
 			return true
 		}
 	}
@@ -134,13 +182,16 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 	}
 	reqs := ps.reqs.Clone()
 	reqs.AddAll(preqs)
-	types := filterTypes(ps.types, reqs, p.requests, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
-	if len(types) == 0 {
+	hostname := fmt.Sprintf("hostname-placeholder-%04d", s.hostnames)
+	types, reqs, ok := s.fitTypes(p, ps.types, reqs, p.requests, hostname, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
+	if !ok {
 		return nil
 	}
-	c := &claim{pool: ps, reqs: reqs, requests: slices.Clone(p.requests), types: types, pods: []*podState{p}}
-	c.reserved, c.maxAlloc = envelope(types)
+	s.hostnames++
+	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: types, pods: []*podState{p}}
+	_, c.maxAlloc = envelope(types)
 	if ps.limited {
+		c.reserved = types[0].capacity
 		ps.remaining = ps.remaining.Minus(c.reserved)
 		if ps.nodesLeft > 0 {
 			ps.nodesLeft--

@@ -1,0 +1,117 @@
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// setupTopology builds the groups of every pending pod's constraints, counts
+// the pods already running in them, records the running pods' required
+// anti-affinity, and tells each pending pod which groups select it.
+func (s *solver) setupTopology(pods []*podState) {
+	s.topo = &topology{groups: map[string]*topoGroup{}, namespaceLabels: s.in.Namespaces}
+	for _, p := range pods {
+		if p.invalid == nil {
+			if err := s.podTopology(p); err != nil {
+				p.invalid = err
+			}
+		}
+	}
+	for _, ns := range s.nodes {
+		for _, q := range ns.node.Pods {
+			if ignoredForTopology(q) || q.Spec.Affinity == nil || q.Spec.Affinity.PodAntiAffinity == nil {
+				continue
+			}
+			for _, term := range q.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				g, err := s.topo.affinityGroup(q, topoAntiAffinity, term)
+				if err != nil {
+					continue
+				}
+				if d, ok := nodeDomain(ns.node, g.key); ok {
+					g.owners[d]++
+				}
+			}
+		}
+	}
+	groups := s.topo.ordered()
+	for _, ns := range s.nodes {
+		for _, q := range ns.node.Pods {
+			if ignoredForTopology(q) {
+				continue
+			}
+			for _, g := range groups {
+				if d, ok := nodeDomain(ns.node, g.key); ok && g.selects(q) {
+					g.counts[d]++
+				}
+			}
+		}
+	}
+	for _, p := range pods {
+		for _, g := range groups {
+			if g.selects(p.pod) {
+				p.matched = append(p.matched, g)
+				if g.kind == topoAntiAffinity {
+					p.inverse = append(p.inverse, g)
+				}
+			}
+		}
+	}
+}
+
+// ordered returns the groups in a stable order.
+func (t *topology) ordered() []*topoGroup {
+	out := make([]*topoGroup, 0, len(t.groups))
+	for _, g := range t.groups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b *topoGroup) int { return cmp.Compare(a.id, b.id) })
+	return out
+}
+
+// podTopology reads a pod's spread constraints and pod (anti-)affinity.
+func (s *solver) podTopology(p *podState) error {
+	var err error
+	if p.spreads, p.softSpreads, err = s.topo.spreadGroups(p.pod); err != nil {
+		return err
+	}
+	a := p.pod.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	if a.PodAffinity != nil {
+		if p.affinities, p.prefAffinities, err = s.termGroups(p.pod, topoAffinity, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			return fmt.Errorf("pod affinity: %w", err)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		if p.antis, p.prefAntis, err = s.termGroups(p.pod, topoAntiAffinity, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			return fmt.Errorf("pod anti-affinity: %w", err)
+		}
+	}
+	return nil
+}
+
+// termGroups builds the groups of required terms and of preferred terms,
+// heaviest first.
+func (s *solver) termGroups(p *corev1.Pod, kind topoKind, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) (req, pref []*topoGroup, err error) {
+	for _, term := range required {
+		g, err := s.topo.affinityGroup(p, kind, term)
+		if err != nil {
+			return nil, nil, err
+		}
+		req = append(req, g)
+	}
+	weighted := slices.Clone(preferred)
+	slices.SortStableFunc(weighted, func(a, b corev1.WeightedPodAffinityTerm) int { return cmp.Compare(b.Weight, a.Weight) })
+	for _, w := range weighted {
+		g, err := s.topo.affinityGroup(p, kind, w.PodAffinityTerm)
+		if err != nil {
+			return nil, nil, err
+		}
+		pref = append(pref, g)
+	}
+	return req, pref, nil
+}
