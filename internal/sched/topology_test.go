@@ -300,9 +300,13 @@ func TestPodAffinityAndAntiAffinity(t *testing.T) {
 			},
 		},
 		{
-			name:       "namespaceSelector finds pods in labelled namespaces",
-			pods:       []*corev1.Pod{pod("cache", "1", "1Gi", withPodAffinity(corev1.LabelHostname, selector("app", "db"), selector("team", "data")))},
-			nodes:      []Node{{Name: "db-node", Labels: map[string]string{corev1.LabelHostname: "db-node"}, Initialized: true, Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "10"), Pods: []*corev1.Pod{func() *corev1.Pod { p := pod("db", "1", "1Gi", withLabels("app", "db")); p.Namespace = "data"; return p }()}}},
+			name: "namespaceSelector finds pods in labelled namespaces",
+			pods: []*corev1.Pod{pod("cache", "1", "1Gi", withPodAffinity(corev1.LabelHostname, selector("app", "db"), selector("team", "data")))},
+			nodes: []Node{{Name: "db-node", Labels: map[string]string{corev1.LabelHostname: "db-node"}, Initialized: true, Allocatable: rl("cpu", "4", "memory", "8Gi", "pods", "10"), Pods: []*corev1.Pod{func() *corev1.Pod {
+				p := pod("db", "1", "1Gi", withLabels("app", "db"))
+				p.Namespace = "data"
+				return p
+			}()}}},
 			namespaces: map[string]map[string]string{"data": {"team": "data"}, "default": {}},
 			check: func(t *testing.T, plan Plan) {
 				if len(plan.Existing) != 1 {
