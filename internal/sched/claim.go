@@ -37,7 +37,8 @@ type candidate struct {
 
 // try returns how the claim would look with the pod added, or false.
 func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (candidate, bool) {
-	requests := c.requests.Plus(p.requests)
+	requests := sumInto(s.scratchRequests[:0], c.requests, p.requests)
+	s.scratchRequests = requests
 	if !requests.Fits(c.maxAlloc) {
 		return candidate{}, false
 	}
@@ -47,14 +48,17 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 	if c.pool.reqs.Compatible(preqs, s.wellKnown) != nil || c.reqs.Intersects(preqs) != nil {
 		return candidate{}, false
 	}
-	reqs := c.reqs.Clone()
-	reqs.AddAll(preqs)
+	reqs := c.reqs
+	if !c.reqs.Covers(preqs) {
+		reqs = c.reqs.Clone()
+		reqs.AddAll(preqs)
+	}
 	var keep func(*typeState) bool
 	if c.pool.limited {
 		room := c.pool.remaining.Plus(c.reserved)
 		keep = func(t *typeState) bool { return c.pool.fits(t.capacity, room) }
 	}
-	types, reqs, ok := s.fitTypes(p, c.types, reqs, requests, c.hostname, keep)
+	types, reqs, ok := s.fitTypes(p, c.types, c.reqs, reqs, requests, c.hostname, keep)
 	if !ok {
 		return candidate{}, false
 	}
@@ -62,10 +66,13 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 }
 
 // commit adds the pod, narrowing the candidates and moving the claim's
-// charge against the pool's limits to its new cheapest candidate.
+// charge against the pool's limits to its new cheapest candidate. The
+// candidate may live in scratch buffers; commit copies it.
 func (c *claim) commit(p *podState, cand candidate) {
 	c.pods = append(c.pods, p)
-	c.reqs, c.requests, c.types = cand.reqs, cand.requests, cand.types
+	c.reqs = cand.reqs
+	c.requests = append(c.requests[:0], cand.requests...)
+	c.types = append(c.types[:0], cand.types...) // a subset: it never grows
 	_, c.maxAlloc = envelope(c.types)
 	if c.pool.limited {
 		c.pool.remaining = c.pool.remaining.Plus(c.reserved).Minus(c.types[0].capacity)
@@ -76,8 +83,16 @@ func (c *claim) commit(p *podState, cand candidate) {
 // fitTypes filters the types for the requirements and requests, then applies
 // the pod's topology constraints, which may narrow the requirements (to one
 // zone, say) and so the types again.
-func (s *solver) fitTypes(p *podState, types []*typeState, reqs requirement.Requirements, requests resources.Vector, hostname string, keep func(*typeState) bool) ([]*typeState, requirement.Requirements, bool) {
-	types = filterTypes(types, reqs, requests, keep)
+//
+// types must already meet base (the claim's requirements before this pod);
+// when reqs adds nothing to base, only resources are re-checked.
+func (s *solver) fitTypes(p *podState, types []*typeState, base, reqs requirement.Requirements, requests resources.Vector, hostname string, keep func(*typeState) bool) ([]*typeState, requirement.Requirements, bool) {
+	if base.Covers(reqs) {
+		types = fitting(s.scratchTypes, types, requests, keep)
+		s.scratchTypes = types
+	} else {
+		types = filterTypes(types, reqs, requests, keep)
+	}
 	if len(types) == 0 {
 		return nil, reqs, false
 	}
@@ -85,10 +100,31 @@ func (s *solver) fitTypes(p *podState, types []*typeState, reqs requirement.Requ
 	if !ok {
 		return nil, reqs, false
 	}
-	if narrowed.Len() != reqs.Len() || narrowed.String() != reqs.String() {
+	if !reqs.Covers(narrowed) {
 		types = filterTypes(types, narrowed, requests, nil)
 	}
 	return types, narrowed, len(types) > 0
+}
+
+// sumInto writes a + b into dst (reusing its storage) and returns it.
+func sumInto(dst, a, b resources.Vector) resources.Vector {
+	n := max(len(a), len(b))
+	for i := range n {
+		dst = append(dst, a.At(i)+b.At(i))
+	}
+	return dst
+}
+
+// fitting keeps the types that hold requests (and that keep accepts), into
+// out's storage.
+func fitting(out, types []*typeState, requests resources.Vector, keep func(*typeState) bool) []*typeState {
+	out = out[:0]
+	for _, t := range types {
+		if requests.Fits(t.allocatable) && (keep == nil || keep(t)) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // domainsOf returns the domains a claim's node can take for a key.
@@ -103,11 +139,12 @@ func (c *claim) domainsOf(key string) []string {
 // offering, that hold requests, and that keep (when set) accepts.
 func filterTypes(types []*typeState, reqs requirement.Requirements, requests resources.Vector, keep func(*typeState) bool) []*typeState {
 	var out []*typeState
+	admits := offeringFilter(reqs)
 	for _, t := range types {
 		if !requests.Fits(t.allocatable) || (keep != nil && !keep(t)) {
 			continue
 		}
-		if t.reqs.Intersects(reqs) != nil || !t.hasOffering(reqs) {
+		if t.reqs.Intersects(reqs) != nil || !slices.ContainsFunc(t.offerings, admits) {
 			continue
 		}
 		out = append(out, t)

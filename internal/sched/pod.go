@@ -48,6 +48,9 @@ type podState struct {
 	inverse []*topoGroup
 	// matched: every group whose selector picks this pod, for counting.
 	matched []*topoGroup
+	// eligible caches the domains the pod could reach per spread group; they
+	// depend on its node affinity and tolerations, so relaxing clears it.
+	eligible map[*topoGroup][]string
 }
 
 // constraints lists the pod's active topology constraints.
@@ -145,6 +148,7 @@ func (p *podState) strictRequirements() requirement.Requirements { return p.term
 // was dropped later. So once nothing else is left, the terms are tried again
 // from the first with every preference gone, as kube-scheduler would.
 func (p *podState) relax(preferNoScheduleTaints bool) bool {
+	p.eligible = nil
 	switch {
 	case p.term < len(p.terms)-1:
 		p.term++

@@ -123,13 +123,17 @@ func (s *solver) prepareType(ps *poolState, it *catalog.InstanceType) *typeState
 // offeringAllowed reports whether requirements admit an offering's zone and
 // capacity type.
 func offeringAllowed(reqs requirement.Requirements, o catalog.Offering) bool {
-	if r, ok := reqs.Get(corev1.LabelTopologyZone); ok && !r.Has(o.Zone) {
-		return false
+	return offeringFilter(reqs)(o)
+}
+
+// offeringFilter looks the zone and capacity-type requirements up once and
+// returns a test for many offerings.
+func offeringFilter(reqs requirement.Requirements) func(catalog.Offering) bool {
+	zone, hasZone := reqs.Get(corev1.LabelTopologyZone)
+	ct, hasCT := reqs.Get(karpv1.LabelCapacityType)
+	return func(o catalog.Offering) bool {
+		return (!hasZone || zone.Has(o.Zone)) && (!hasCT || ct.Has(o.CapacityType))
 	}
-	if r, ok := reqs.Get(karpv1.LabelCapacityType); ok && !r.Has(o.CapacityType) {
-		return false
-	}
-	return true
 }
 
 // daemonOverhead sums the requests of the DaemonSet pods that would run on a
@@ -157,19 +161,14 @@ func noPreferNoSchedule(taints []corev1.Taint) []corev1.Taint {
 
 // hasOffering reports whether the type has an offering the requirements admit.
 func (ts *typeState) hasOffering(reqs requirement.Requirements) bool {
-	return slices.ContainsFunc(ts.offerings, func(o catalog.Offering) bool { return offeringAllowed(reqs, o) })
+	return slices.ContainsFunc(ts.offerings, offeringFilter(reqs))
 }
 
-// hasOfferingIn reports whether the type has an admitted offering in a zone.
-func (ts *typeState) hasOfferingIn(reqs requirement.Requirements, zone string) bool {
-	return slices.ContainsFunc(ts.offerings, func(o catalog.Offering) bool { return o.Zone == zone && offeringAllowed(reqs, o) })
-}
-
-// cheapest returns the cheapest offering the requirements admit.
-func (ts *typeState) cheapest(reqs requirement.Requirements) (catalog.Offering, bool) {
+// cheapest returns the cheapest offering admits accepts.
+func (ts *typeState) cheapest(admits func(catalog.Offering) bool) (catalog.Offering, bool) {
 	best, found := catalog.Offering{}, false
 	for _, o := range ts.offerings {
-		if offeringAllowed(reqs, o) && (!found || o.Price < best.Price) {
+		if admits(o) && (!found || o.Price < best.Price) {
 			best, found = o, true
 		}
 	}

@@ -28,6 +28,9 @@ type solver struct {
 	preferNoSched bool
 	topo          *topology
 	hostnames     int
+	// scratch buffers for tries; a commit copies what it keeps.
+	scratchTypes    []*typeState
+	scratchRequests resources.Vector
 }
 
 // Solve places the input's pods: on existing nodes and in-flight claims
@@ -183,12 +186,12 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 	reqs := ps.reqs.Clone()
 	reqs.AddAll(preqs)
 	hostname := fmt.Sprintf("hostname-placeholder-%04d", s.hostnames)
-	types, reqs, ok := s.fitTypes(p, ps.types, reqs, p.requests, hostname, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
+	types, reqs, ok := s.fitTypes(p, ps.types, ps.reqs, reqs, p.requests, hostname, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
 	if !ok {
 		return nil
 	}
 	s.hostnames++
-	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: types, pods: []*podState{p}}
+	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: slices.Clone(types), pods: []*podState{p}}
 	_, c.maxAlloc = envelope(types)
 	if ps.limited {
 		c.reserved = types[0].capacity
@@ -207,8 +210,9 @@ func (s *solver) finalize(c *claim) NodeClaim {
 		o catalog.Offering
 	}
 	opts := make([]option, 0, len(c.types))
+	admits := offeringFilter(c.reqs)
 	for _, t := range c.types {
-		if o, ok := t.cheapest(c.reqs); ok {
+		if o, ok := t.cheapest(admits); ok {
 			opts = append(opts, option{t, o})
 		}
 	}
@@ -226,7 +230,7 @@ func (s *solver) finalize(c *claim) NodeClaim {
 	for _, o := range opts {
 		names = append(names, o.t.it.Name)
 		for _, off := range o.t.offerings {
-			if offeringAllowed(c.reqs, off) {
+			if admits(off) {
 				cts = append(cts, off.CapacityType)
 			}
 		}

@@ -262,6 +262,9 @@ func (s *solver) spreadMin(p *podState, g *topoGroup) int32 {
 // eligibleDomains: the domains of the key on nodes the pod could use (by its
 // node affinity and, if honoured, taints) and from NodePools it could launch.
 func (s *solver) eligibleDomains(p *podState, g *topoGroup) []string {
+	if d, ok := p.eligible[g]; ok {
+		return d
+	}
 	seen := map[string]bool{}
 	strict := p.strictRequirements()
 	for _, ns := range s.nodes {
@@ -292,6 +295,10 @@ func (s *solver) eligibleDomains(p *podState, g *topoGroup) []string {
 		out = append(out, d)
 	}
 	slices.Sort(out)
+	if p.eligible == nil {
+		p.eligible = map[*topoGroup][]string{}
+	}
+	p.eligible[g] = out
 	return out
 }
 
@@ -389,9 +396,12 @@ func (s *solver) narrow(p *podState, reqs requirement.Requirements, types []*typ
 	out := reqs
 	for _, key := range keys {
 		var possible []string
-		if key == corev1.LabelHostname {
+		switch r, ok := out.Get(key); {
+		case key == corev1.LabelHostname:
 			possible = []string{hostname}
-		} else {
+		case ok && r.Single() != "":
+			possible = []string{r.Single()} // already settled (the types meet it)
+		default:
 			possible = claimDomains(out, types, key)
 		}
 		var allowed []string
@@ -472,10 +482,22 @@ func (s *solver) topoReason(p *podState, reqs requirement.Requirements, types []
 // claimDomains: the values a claim can still take for key, given its
 // requirements and candidate types.
 func claimDomains(reqs requirement.Requirements, types []*typeState, key string) []string {
+	if r, ok := reqs.Get(key); ok && r.Single() != "" {
+		return []string{r.Single()} // settled; the candidate types meet it
+	}
+	admits := offeringFilter(reqs)
 	seen := map[string]bool{}
 	for _, t := range types {
+		if key == corev1.LabelTopologyZone {
+			for _, o := range t.offerings {
+				if admits(o) {
+					seen[o.Zone] = true
+				}
+			}
+			continue
+		}
 		for _, d := range typeDomains(t, key) {
-			if reqAllows(reqs, key, d) && (key != corev1.LabelTopologyZone || t.hasOfferingIn(reqs, d)) {
+			if reqAllows(reqs, key, d) {
 				seen[d] = true
 			}
 		}

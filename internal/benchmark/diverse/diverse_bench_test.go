@@ -29,6 +29,9 @@ func BenchmarkSolveDiverse(b *testing.B) {
 				plan = sched.Solve(in)
 			}
 			b.StopTimer()
+			if lb := LowerBound(in.Pods); plan.TotalPrice() < lb*0.999 {
+				b.Fatalf("plan costs $%.2f/h, below the lower bound $%.2f/h: pods were dropped or double-packed", plan.TotalPrice(), lb)
+			}
 			secs := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(n)/secs, "pods/s")
 			b.ReportMetric(float64(len(plan.NodeClaims)), "nodes")

@@ -126,6 +126,15 @@ func (r Requirement) Values() ([]string, bool) {
 	return slices.Clone(r.values), true
 }
 
+// Single returns the one accepted value of a requirement that accepts
+// exactly one value and no absent label, or "".
+func (r Requirement) Single() string {
+	if r.complement || r.absentOK || len(r.values) != 1 {
+		return ""
+	}
+	return r.values[0]
+}
+
 // Intersect returns the requirement met exactly by the nodes that meet both
 // r and o. Both must be on the same key.
 func (r Requirement) Intersect(o Requirement) Requirement {
@@ -187,6 +196,16 @@ func (r *Requirement) settleBounds() {
 		}
 	}
 	r.complement, r.values, r.gt, r.lt = false, accepted, nil, nil
+}
+
+// equal reports whether two requirements accept exactly the same.
+func (r Requirement) equal(o Requirement) bool {
+	return r.key == o.key && r.complement == o.complement && r.absentOK == o.absentOK &&
+		slices.Equal(r.values, o.values) && eqPtr(r.gt, o.gt) && eqPtr(r.lt, o.lt) && eqPtr(r.minValues, o.minValues)
+}
+
+func eqPtr[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 func (r Requirement) inBounds(n int64) bool {

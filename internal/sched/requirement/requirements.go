@@ -145,6 +145,18 @@ func (rs Requirements) Intersects(o Requirements) error {
 	return fmt.Errorf("%s", strings.Join(conflicts, "; "))
 }
 
+// Covers reports whether rs already implies o: adding o to rs would change
+// nothing. It is the cheap test that lets a solver skip re-filtering.
+func (rs Requirements) Covers(o Requirements) bool {
+	for k, b := range o.byKey {
+		a, ok := rs.byKey[k]
+		if !ok || !a.Intersect(b).equal(a) {
+			return false
+		}
+	}
+	return true
+}
+
 // Compatible returns nil when a node meeting rs can also meet o, where rs
 // describes what is offered (a NodePool's template, an instance type) and o
 // what is asked (a pod). A key o constrains but rs does not must either be
