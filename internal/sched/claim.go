@@ -26,6 +26,8 @@ type claim struct {
 	// maxAlloc is the slot-wise largest allocatable among the candidates: a
 	// cheap first test before the full filter.
 	maxAlloc resources.Vector
+	// domainCache: the domains the claim can still take, per key.
+	domainCache map[string][]string
 }
 
 // candidate is the outcome of trying a pod on a claim.
@@ -42,7 +44,7 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 	if !requests.Fits(c.maxAlloc) {
 		return candidate{}, false
 	}
-	if _, bad := untolerated(c.pool.taints, p.tolerations); bad {
+	if !s.poolTolerated(c.pool, p) {
 		return candidate{}, false
 	}
 	if c.pool.reqs.Compatible(preqs, s.wellKnown) != nil || c.reqs.Intersects(preqs) != nil {
@@ -70,6 +72,7 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 // candidate may live in scratch buffers; commit copies it.
 func (c *claim) commit(p *podState, cand candidate) {
 	c.pods = append(c.pods, p)
+	c.domainCache = nil
 	c.reqs = cand.reqs
 	c.requests = append(c.requests[:0], cand.requests...)
 	c.types = append(c.types[:0], cand.types...) // a subset: it never grows
@@ -132,7 +135,7 @@ func (c *claim) domainsOf(key string) []string {
 	if key == corev1.LabelHostname {
 		return []string{c.hostname}
 	}
-	return claimDomains(c.reqs, c.types, key)
+	return c.possibleDomains(key)
 }
 
 // filterTypes keeps the types whose labels meet reqs, that have an admitted
@@ -158,10 +161,4 @@ func envelope(types []*typeState) (capacity, allocatable resources.Vector) {
 		capacity, allocatable = capacity.Max(t.capacity), allocatable.Max(t.allocatable)
 	}
 	return capacity, allocatable
-}
-
-// sortClaims orders in-flight claims for trying: fewest pods first, so that
-// pods spread onto half-empty claims before full ones are topped up.
-func sortClaims(claims []*claim) {
-	slices.SortStableFunc(claims, func(a, b *claim) int { return len(a.pods) - len(b.pods) })
 }

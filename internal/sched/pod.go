@@ -51,6 +51,8 @@ type podState struct {
 	// eligible caches the domains the pod could reach per spread group; they
 	// depend on its node affinity and tolerations, so relaxing clears it.
 	eligible map[*topoGroup][]string
+	// tolerated caches, per pool, whether the pod tolerates its taints.
+	tolerated map[*poolState]bool
 }
 
 // constraints lists the pod's active topology constraints.
@@ -148,7 +150,7 @@ func (p *podState) strictRequirements() requirement.Requirements { return p.term
 // was dropped later. So once nothing else is left, the terms are tried again
 // from the first with every preference gone, as kube-scheduler would.
 func (p *podState) relax(preferNoScheduleTaints bool) bool {
-	p.eligible = nil
+	p.eligible, p.tolerated = nil, nil
 	switch {
 	case p.term < len(p.terms)-1:
 		p.term++
@@ -179,14 +181,19 @@ func untolerated(taints []corev1.Taint, tolerations []corev1.Toleration) (corev1
 	return schedcorev1.FindMatchingUntoleratedTaint(logr.Discard(), taints, tolerations, nil, true)
 }
 
-// sortPods orders pods the way first-fit-decreasing wants them: largest CPU,
-// then memory, first; then oldest, then by UID, for determinism.
-func sortPods(pods []*podState) {
+// sortPods orders pods the way a decreasing packing wants them: largest
+// first, where size is the larger of CPU and memory measured in the catalog's
+// typical node shape (memPerCPU bytes per CPU); then oldest, then by UID, for
+// determinism.
+func sortPods(pods []*podState, memPerCPU float64) {
+	size := func(p *podState) float64 {
+		return max(float64(p.requests[resources.CPU])/1000, float64(p.requests[resources.Memory])/memPerCPU)
+	}
 	slices.SortStableFunc(pods, func(a, b *podState) int {
-		if c := cmp.Compare(b.requests[resources.CPU], a.requests[resources.CPU]); c != 0 {
+		if c := cmp.Compare(size(b), size(a)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(b.requests[resources.Memory], a.requests[resources.Memory]); c != 0 {
+		if c := cmp.Compare(b.requests[resources.CPU], a.requests[resources.CPU]); c != 0 {
 			return c
 		}
 		if c := a.pod.CreationTimestamp.Compare(b.pod.CreationTimestamp.Time); c != 0 {

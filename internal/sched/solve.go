@@ -28,6 +28,9 @@ type solver struct {
 	preferNoSched bool
 	topo          *topology
 	hostnames     int
+	// memPerCPU is the catalog's typical memory per CPU (bytes), to weigh
+	// memory against CPU.
+	memPerCPU float64
 	// scratch buffers for tries; a commit copies what it keeps.
 	scratchTypes    []*typeState
 	scratchRequests resources.Vector
@@ -49,6 +52,7 @@ func Solve(in Input) Plan {
 		s.preferNoSched = s.preferNoSched || ps.preferNoSched
 	}
 	sortPools(s.pools)
+	s.memPerCPU = typicalMemPerCPU(s.pools)
 	for i := range in.Nodes {
 		s.nodes = append(s.nodes, s.prepareNode(&in.Nodes[i]))
 	}
@@ -58,7 +62,7 @@ func Solve(in Input) Plan {
 	for _, p := range in.Pods {
 		pods = append(pods, newPodState(p, s.ix))
 	}
-	sortPods(pods)
+	sortPods(pods, s.memPerCPU)
 	s.setupTopology(pods)
 
 	var plan Plan
@@ -121,6 +125,23 @@ func (s *solver) trimToLimits() {
 	}
 }
 
+// typicalMemPerCPU is the median memory per CPU of the instance types.
+func typicalMemPerCPU(pools []*poolState) float64 {
+	var ratios []float64
+	for _, ps := range pools {
+		for _, t := range ps.types {
+			if cpu := t.allocatable.At(resources.CPU); cpu > 0 {
+				ratios = append(ratios, float64(t.allocatable.At(resources.Memory))/float64(cpu)*1000)
+			}
+		}
+	}
+	if len(ratios) == 0 {
+		return 4 << 30
+	}
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2]
+}
+
 // knownLabels: the input's well-known labels plus every key an instance type
 // defines, since any node launched from that type will carry it.
 func knownLabels(in Input) map[string]bool {
@@ -154,13 +175,10 @@ func (s *solver) place(p *podState) bool {
 			return true
 		}
 	}
-	sortClaims(s.claims)
-	for _, c := range s.claims {
-		if cand, ok := c.try(s, p, preqs); ok {
-			c.commit(p, cand)
-			s.record(p, c.domainsOf)
-			return true
-		}
+	if c, cand := s.bestClaim(p, preqs); c != nil {
+		c.commit(p, cand)
+		s.record(p, c.domainsOf)
+		return true
 	}
 	for _, ps := range s.pools {
 		if c := s.newClaim(ps, p, preqs); c != nil {
@@ -170,6 +188,15 @@ func (s *solver) place(p *podState) bool {
 		}
 	}
 	return false
+}
+
+// slack is the room a type would have left, in units of the catalog's
+// typical node shape (one CPU and its share of memory), over the two
+// dimensions that drive price.
+func (s *solver) slack(allocatable, requests resources.Vector) float64 {
+	cpu := float64(allocatable.At(resources.CPU)-requests.At(resources.CPU)) / 1000
+	mem := float64(allocatable.At(resources.Memory)-requests.At(resources.Memory)) / s.memPerCPU
+	return cpu + mem
 }
 
 // newClaim opens a NodeClaim from the pool for the pod, or returns nil.
