@@ -76,7 +76,7 @@ func (c *claim) commit(p *podState, cand candidate) {
 	c.reqs = cand.reqs
 	c.requests = append(c.requests[:0], cand.requests...)
 	c.types = append(c.types[:0], cand.types...) // a subset: it never grows
-	_, c.maxAlloc = envelope(c.types)
+	c.maxAlloc = maxInto(c.maxAlloc, c.types, func(t *typeState) resources.Vector { return t.allocatable })
 	if c.pool.limited {
 		c.pool.remaining = c.pool.remaining.Plus(c.reserved).Minus(c.types[0].capacity)
 		c.reserved = c.types[0].capacity
@@ -157,8 +157,22 @@ func filterTypes(types []*typeState, reqs requirement.Requirements, requests res
 
 // envelope returns the slot-wise largest capacity and allocatable of types.
 func envelope(types []*typeState) (capacity, allocatable resources.Vector) {
+	return maxInto(nil, types, func(t *typeState) resources.Vector { return t.capacity }),
+		maxInto(nil, types, func(t *typeState) resources.Vector { return t.allocatable })
+}
+
+// maxInto writes the slot-wise maximum of of(t) over types into dst's
+// storage and returns it.
+func maxInto(dst resources.Vector, types []*typeState, of func(*typeState) resources.Vector) resources.Vector {
+	dst = dst[:0]
 	for _, t := range types {
-		capacity, allocatable = capacity.Max(t.capacity), allocatable.Max(t.allocatable)
+		v := of(t)
+		for len(dst) < len(v) {
+			dst = append(dst, 0)
+		}
+		for i, n := range v {
+			dst[i] = max(dst[i], n)
+		}
 	}
-	return capacity, allocatable
+	return dst
 }

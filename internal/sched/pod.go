@@ -53,11 +53,17 @@ type podState struct {
 	eligible map[*topoGroup][]string
 	// tolerated caches, per pool, whether the pod tolerates its taints.
 	tolerated map[*poolState]bool
+	// active caches constraints().
+	active []constraint
 }
 
-// constraints lists the pod's active topology constraints.
+// constraints lists the pod's active topology constraints; the list is
+// cached until the pod is relaxed.
 func (p *podState) constraints() []constraint {
-	var out []constraint
+	if p.active != nil {
+		return p.active
+	}
+	out := []constraint{}
 	add := func(gs []*topoGroup, inverse bool) {
 		for _, g := range gs {
 			out = append(out, constraint{g: g, inverse: inverse})
@@ -70,6 +76,7 @@ func (p *podState) constraints() []constraint {
 	add(p.antis, false)
 	add(p.prefAntis[p.prefAntiDropped:], false)
 	add(p.inverse, true)
+	p.active = out
 	return out
 }
 
@@ -150,7 +157,7 @@ func (p *podState) strictRequirements() requirement.Requirements { return p.term
 // was dropped later. So once nothing else is left, the terms are tried again
 // from the first with every preference gone, as kube-scheduler would.
 func (p *podState) relax(preferNoScheduleTaints bool) bool {
-	p.eligible, p.tolerated = nil, nil
+	p.eligible, p.tolerated, p.active = nil, nil, nil
 	switch {
 	case p.term < len(p.terms)-1:
 		p.term++

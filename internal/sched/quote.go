@@ -92,11 +92,9 @@ func (s *solver) poolTolerated(ps *poolState, p *podState) bool {
 // can use it. Like Karpenter, a claim that can take the pod is always
 // preferred to opening a new one.
 func (s *solver) bestClaim(p *podState, preqs requirement.Requirements) (*claim, candidate) {
-	type quoted struct {
-		c            *claim
-		delta, slack float64
-	}
-	var options []quoted
+	type quoted = claimQuote
+	options := s.scratchQuotes[:0]
+	defer func() { s.scratchQuotes = options[:0] }()
 	for _, c := range s.claims {
 		delta, slack, ok, exact := s.quote(c, p, preqs)
 		if !exact {
@@ -124,4 +122,10 @@ func (s *solver) bestClaim(p *podState, preqs requirement.Requirements) (*claim,
 		options = slices.Delete(options, i, i+1)
 	}
 	return nil, candidate{}
+}
+
+// claimQuote is one claim's price for taking a pod.
+type claimQuote struct {
+	c            *claim
+	delta, slack float64
 }

@@ -34,6 +34,7 @@ type solver struct {
 	// scratch buffers for tries; a commit copies what it keeps.
 	scratchTypes    []*typeState
 	scratchRequests resources.Vector
+	scratchQuotes   []claimQuote
 }
 
 // Solve places the input's pods: on existing nodes and in-flight claims
