@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,8 @@ type claim struct {
 	maxAlloc resources.Vector
 	// domainCache: the domains the claim can still take, per key.
 	domainCache map[string][]string
+	// ports: host ports bound by its pods and by the pool's DaemonSet pods.
+	ports []hostPort
 }
 
 // candidate is the outcome of trying a pod on a claim.
@@ -44,7 +47,7 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 	if !requests.Fits(c.maxAlloc) {
 		return candidate{}, false
 	}
-	if !s.poolTolerated(c.pool, p) {
+	if !s.poolTolerated(c.pool, p) || portsConflict(c.ports, p.ports) {
 		return candidate{}, false
 	}
 	if c.pool.reqs.Compatible(preqs, s.wellKnown) != nil || c.reqs.Intersects(preqs) != nil {
@@ -72,6 +75,7 @@ func (c *claim) try(s *solver, p *podState, preqs requirement.Requirements) (can
 // candidate may live in scratch buffers; commit copies it.
 func (c *claim) commit(p *podState, cand candidate) {
 	c.pods = append(c.pods, p)
+	c.ports = append(c.ports, p.ports...)
 	c.domainCache = nil
 	c.reqs = cand.reqs
 	c.requests = append(c.requests[:0], cand.requests...)
@@ -106,7 +110,30 @@ func (s *solver) fitTypes(p *podState, types []*typeState, base, reqs requiremen
 	if !reqs.Covers(narrowed) {
 		types = filterTypes(types, narrowed, requests, nil)
 	}
+	if _, ok := minValuesShortfall(narrowed, types); !ok {
+		return nil, reqs, false
+	}
 	return types, narrowed, len(types) > 0
+}
+
+// minValuesShortfall checks every minValues requirement against the types:
+// they must span at least that many distinct values of the key (Karpenter's
+// Strict policy). It returns the first requirement short of it.
+func minValuesShortfall(reqs requirement.Requirements, types []*typeState) (string, bool) {
+	for key, n := range reqs.MinValues() {
+		seen := map[string]bool{}
+		for _, t := range types {
+			for _, d := range typeDomains(t, key) {
+				if reqAllows(reqs, key, d) {
+					seen[d] = true
+				}
+			}
+		}
+		if len(seen) < n {
+			return fmt.Sprintf("minValues: %s needs %d distinct values, the instance types that fit offer %d", key, n, len(seen)), false
+		}
+	}
+	return "", true
 }
 
 // sumInto writes a + b into dst (reusing its storage) and returns it.

@@ -34,6 +34,9 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	if err := ps.reqs.Compatible(preqs, s.wellKnown); err != nil {
 		return "requirements not met: " + err.Error()
 	}
+	if portsConflict(ps.daemonPorts, p.ports) {
+		return "a DaemonSet pod on its nodes binds the same host port"
+	}
 	if len(ps.types) == 0 {
 		return fmt.Sprintf("no instance type%s has an available offering", scope(ps.reqs))
 	}
@@ -76,6 +79,9 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	}
 	if len(fitting) == 0 {
 		return fmt.Sprintf("no instance type%s fits all of %s at once", scope(ps.reqs), formatResources(s.ix.ResourceList(p.requests)))
+	}
+	if r, ok := minValuesShortfall(reqs, fitting); !ok {
+		return r
 	}
 	if r := s.topoReason(p, reqs, fitting); r != "" {
 		return r

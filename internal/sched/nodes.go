@@ -18,12 +18,16 @@ type nodeState struct {
 	available resources.Vector
 	taints    []corev1.Taint
 	placed    []*corev1.Pod
+	ports     []hostPort
 }
 
 func (s *solver) prepareNode(n *Node) *nodeState {
 	ns := &nodeState{node: n, available: s.ix.Vector(n.Allocatable), taints: n.Taints}
 	for _, p := range n.Pods {
 		ns.available = ns.available.Minus(s.ix.PodRequests(p))
+		if !ignoredForTopology(p) {
+			ns.ports = append(ns.ports, hostPorts(p)...)
+		}
 	}
 	if n.NodePool != "" && !n.Initialized {
 		ns.taints = slices.DeleteFunc(slices.Clone(n.Taints), func(t corev1.Taint) bool {
@@ -44,7 +48,7 @@ func isEphemeralTaint(t corev1.Taint) bool {
 
 // fits reports whether the pod can go on the node now.
 func (ns *nodeState) fits(p *podState, preqs requirement.Requirements) bool {
-	if ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) {
+	if ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) || portsConflict(ns.ports, p.ports) {
 		return false
 	}
 	if _, bad := untolerated(ns.taints, p.tolerations); bad {
@@ -56,6 +60,7 @@ func (ns *nodeState) fits(p *podState, preqs requirement.Requirements) bool {
 func (ns *nodeState) place(p *podState) {
 	ns.available = ns.available.Minus(p.requests)
 	ns.placed = append(ns.placed, p.pod)
+	ns.ports = append(ns.ports, p.ports...)
 }
 
 // sortNodes: registered and initialized nodes first, then starting ones, then

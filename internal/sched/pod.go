@@ -34,6 +34,8 @@ type podState struct {
 	revisited bool
 	// invalid explains a pod spec the solver cannot use.
 	invalid error
+	// ports are the host ports the pod binds.
+	ports []hostPort
 
 	// Topology: spread constraints (hard, and soft ones treated as hard until
 	// dropped), pod affinity and anti-affinity (required, and preferred ones,
@@ -81,7 +83,7 @@ func (p *podState) constraints() []constraint {
 }
 
 func newPodState(pod *corev1.Pod, ix *resources.Index) *podState {
-	p := &podState{pod: pod, requests: ix.PodRequests(pod), tolerations: pod.Spec.Tolerations}
+	p := &podState{pod: pod, requests: ix.PodRequests(pod), tolerations: pod.Spec.Tolerations, ports: hostPorts(pod)}
 	p.terms, p.preferred, p.invalid = podRequirements(pod)
 	return p
 }

@@ -30,6 +30,8 @@ type poolState struct {
 	invalid   error
 	// domainCache: the values the pool's nodes can take, per label key.
 	domainCache map[string][]string
+	// daemonPorts: host ports of the DaemonSet pods that run on its nodes.
+	daemonPorts []hostPort
 }
 
 // typeState is an instance type as one pool would launch it.
@@ -76,6 +78,12 @@ func (s *solver) preparePool(np NodePool) *poolState {
 			ps.limitSet = append(ps.limitSet, s.ix.Slot(name))
 		}
 		slices.Sort(ps.limitSet)
+	}
+	for _, ds := range s.daemons {
+		if _, bad := untolerated(noPreferNoSchedule(ps.taints), ds.tolerations); !bad && len(ds.ports) > 0 &&
+			slices.ContainsFunc(ds.terms, func(t requirement.Requirements) bool { return ps.reqs.Compatible(t, s.wellKnown) == nil }) {
+			ps.daemonPorts = append(ps.daemonPorts, ds.ports...)
+		}
 	}
 	for _, it := range np.InstanceTypes {
 		if ts := s.prepareType(ps, it); ts != nil {

@@ -18,7 +18,7 @@ import (
 func (s *solver) quote(c *claim, p *podState, preqs requirement.Requirements) (delta, slack float64, ok, exact bool) {
 	requests := sumInto(s.scratchRequests[:0], c.requests, p.requests)
 	s.scratchRequests = requests
-	if !requests.Fits(c.maxAlloc) || !s.poolTolerated(c.pool, p) {
+	if !requests.Fits(c.maxAlloc) || !s.poolTolerated(c.pool, p) || portsConflict(c.ports, p.ports) {
 		return 0, 0, false, true
 	}
 	if !c.reqs.Covers(preqs) {

@@ -208,7 +208,7 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 	if _, bad := untolerated(ps.taints, p.tolerations); bad {
 		return nil
 	}
-	if ps.reqs.Compatible(preqs, s.wellKnown) != nil {
+	if ps.reqs.Compatible(preqs, s.wellKnown) != nil || portsConflict(ps.daemonPorts, p.ports) {
 		return nil
 	}
 	reqs := ps.reqs.Clone()
@@ -219,7 +219,8 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 		return nil
 	}
 	s.hostnames++
-	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: slices.Clone(types), pods: []*podState{p}}
+	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: slices.Clone(types), pods: []*podState{p},
+		ports: append(slices.Clone(ps.daemonPorts), p.ports...)}
 	_, c.maxAlloc = envelope(types)
 	if ps.limited {
 		c.reserved = types[0].capacity

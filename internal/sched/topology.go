@@ -335,6 +335,8 @@ func (ps *poolState) domains(key string) []string {
 // typeDomains: the values a node of this type can have for key.
 func typeDomains(t *typeState, key string) []string {
 	switch key {
+	case corev1.LabelInstanceTypeStable:
+		return []string{t.it.Name}
 	case corev1.LabelTopologyZone:
 		return t.zones
 	case "karpenter.sh/capacity-type":

@@ -113,6 +113,21 @@ func (rs Requirements) Has(key string) bool {
 	return ok
 }
 
+// MinValues returns the keys that carry a minValues constraint, and their
+// minimum.
+func (rs Requirements) MinValues() map[string]int {
+	var out map[string]int
+	for k, r := range rs.byKey {
+		if n, ok := r.MinValues(); ok {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[k] = n
+		}
+	}
+	return out
+}
+
 // Keys returns the constrained keys in sorted order.
 func (rs Requirements) Keys() []string {
 	return slices.Sorted(maps.Keys(rs.byKey))
