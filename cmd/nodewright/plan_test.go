@@ -102,3 +102,66 @@ func TestPlanBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanFollowsVolumeTopology(t *testing.T) {
+	dir := t.TempDir()
+	const docs = `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+allowedTopologies:
+- matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1b]}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: x, resources: {requests: {cpu: "1", memory: 2Gi}}}]}
+  volumeClaimTemplates:
+  - metadata: {name: pgdata}
+    spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: pgdata-db-0}
+spec: {volumeName: pv-0, storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-0}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "db.yaml"), []byte(docs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "plan", "-f", "../../testdata/seed/nodepool-default.yaml", "-f", dir, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got plan.Output
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	zones := map[string]string{}
+	for _, nc := range got.NodeClaims {
+		for _, p := range nc.Pods {
+			zones[p] = nc.Zone
+		}
+	}
+	if zones["default/db-0"] != "us-east-1a" || zones["default/db-1"] != "us-east-1b" {
+		t.Errorf("db-0 in %q (its volume is in us-east-1a), db-1 in %q (its class provisions in us-east-1b); unschedulable: %+v",
+			zones["default/db-0"], zones["default/db-1"], got.Unschedulable)
+	}
+}

@@ -25,7 +25,14 @@ func (s *Set) PendingPods() []*corev1.Pod {
 		out = append(out, replicas(rs.ObjectMeta, rs.Spec.Template, count(rs.Spec.Replicas, 1), "ReplicaSet")...)
 	}
 	for _, st := range s.StatefulSets {
-		out = append(out, replicas(st.ObjectMeta, st.Spec.Template, count(st.Spec.Replicas, 1), "StatefulSet")...)
+		pods := replicas(st.ObjectMeta, st.Spec.Template, count(st.Spec.Replicas, 1), "StatefulSet")
+		for i, p := range pods {
+			for _, t := range st.Spec.VolumeClaimTemplates {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: fmt.Sprintf("%s-%s-%d", t.Name, st.Name, i)}}})
+			}
+		}
+		out = append(out, pods...)
 	}
 	for _, j := range s.Jobs {
 		n := count(j.Spec.Parallelism, 1)
@@ -35,6 +42,48 @@ func (s *Set) PendingPods() []*corev1.Pod {
 		out = append(out, replicas(j.ObjectMeta, j.Spec.Template, n, "Job")...)
 	}
 	return out
+}
+
+// AllPersistentVolumeClaims returns the claims read, plus those a
+// StatefulSet's volumeClaimTemplates would create for its replicas
+// (<template>-<statefulset>-<ordinal>) that were not read.
+func (s *Set) AllPersistentVolumeClaims() []*corev1.PersistentVolumeClaim {
+	out := append([]*corev1.PersistentVolumeClaim{}, s.PersistentVolumeClaims...)
+	have := map[string]bool{}
+	for _, c := range out {
+		have[namespaceOf(c.Namespace)+"/"+c.Name] = true
+	}
+	for _, st := range s.StatefulSets {
+		for i := range count(st.Spec.Replicas, 1) {
+			for _, t := range st.Spec.VolumeClaimTemplates {
+				c := t.DeepCopy()
+				c.Name, c.Namespace = fmt.Sprintf("%s-%s-%d", t.Name, st.Name, i), namespaceOf(st.Namespace)
+				if !have[c.Namespace+"/"+c.Name] {
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	for _, c := range out {
+		c.Namespace = namespaceOf(c.Namespace)
+	}
+	return out
+}
+
+// NamespaceLabels maps each namespace read to its labels.
+func (s *Set) NamespaceLabels() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, ns := range s.Namespaces {
+		out[ns.Name] = ns.Labels
+	}
+	return out
+}
+
+func namespaceOf(ns string) string {
+	if ns == "" {
+		return metav1.NamespaceDefault
+	}
+	return ns
 }
 
 // BoundPods returns the standalone pods already bound to a node, by node name.

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -38,6 +39,11 @@ type Set struct {
 	StatefulSets []*appsv1.StatefulSet
 	Jobs         []*batchv1.Job
 	DaemonSets   []*appsv1.DaemonSet
+	// Namespaces (for namespaceSelectors) and storage (for volume topology).
+	Namespaces             []*corev1.Namespace
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
 	// Ignored counts documents of kinds that do not affect node decisions
 	// (Namespaces, Services, ConfigMaps, ...), by kind.
 	Ignored map[string]int
@@ -45,7 +51,7 @@ type Set struct {
 
 // ignoredKinds are accepted and skipped: they shape no node decision.
 var ignoredKinds = map[string]bool{
-	"Namespace": true, "Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
+	"Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
 	"PodDisruptionBudget": true, "PriorityClass": true, "HorizontalPodAutoscaler": true,
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"Ingress": true, "NetworkPolicy": true, "LimitRange": true, "ResourceQuota": true,
@@ -192,6 +198,14 @@ func (s *Set) addJSON(js []byte) error {
 		return decodeInto(js, tm, "apps/v1", &s.DaemonSets)
 	case "Job.batch":
 		return decodeInto(js, tm, "batch/v1", &s.Jobs)
+	case "Namespace":
+		return decodeInto(js, tm, "v1", &s.Namespaces)
+	case "PersistentVolumeClaim":
+		return decodeInto(js, tm, "v1", &s.PersistentVolumeClaims)
+	case "PersistentVolume":
+		return decodeInto(js, tm, "v1", &s.PersistentVolumes)
+	case "StorageClass.storage.k8s.io":
+		return decodeInto(js, tm, "storage.k8s.io/v1", &s.StorageClasses)
 	}
 	if ignoredKinds[tm.Kind] {
 		if s.Ignored == nil {

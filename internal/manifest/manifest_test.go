@@ -30,7 +30,11 @@ func TestAddWorkloadsAndPods(t *testing.T) {
 	const docs = `
 apiVersion: v1
 kind: Namespace
-metadata: {name: batch}
+metadata: {name: batch, labels: {team: data}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
 ---
 # a comment-only document is skipped
 ---
@@ -83,7 +87,10 @@ spec:
 	if ds := s.DaemonSetPods(); len(ds) != 1 || ds[0].Namespace != "kube-system" {
 		t.Errorf("daemon pods: %v", ds)
 	}
-	if s.Ignored["Namespace"] != 1 {
+	if len(s.Namespaces) != 1 || s.NamespaceLabels()["batch"]["team"] != "data" {
+		t.Errorf("namespaces: %v", s.NamespaceLabels())
+	}
+	if s.Ignored["ConfigMap"] != 1 {
 		t.Errorf("ignored: %v", s.Ignored)
 	}
 }
@@ -113,5 +120,65 @@ func TestBadInputNamesFileAndObject(t *testing.T) {
 	}
 	if _, err := Load("does-not-exist.yaml"); err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestStatefulSetClaimsAndStorage(t *testing.T) {
+	const docs = `
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+allowedTopologies:
+- matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1b]}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: data}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: x}]}
+  volumeClaimTemplates:
+  - metadata: {name: pgdata}
+    spec: {storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: pgdata-db-0, namespace: data}
+spec: {volumeName: pv-0, storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-0}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]
+`
+	s := &Set{}
+	if err := s.Add("db.yaml", []byte(docs)); err != nil {
+		t.Fatal(err)
+	}
+	pods := s.PendingPods()
+	if len(pods) != 2 || len(pods[1].Spec.Volumes) != 1 || pods[1].Spec.Volumes[0].PersistentVolumeClaim.ClaimName != "pgdata-db-1" {
+		t.Fatalf("StatefulSet pods and their claims: %+v", pods)
+	}
+	claims := map[string]string{}
+	for _, c := range s.AllPersistentVolumeClaims() {
+		claims[c.Namespace+"/"+c.Name] = c.Spec.VolumeName
+	}
+	if len(claims) != 2 || claims["data/pgdata-db-0"] != "pv-0" || claims["data/pgdata-db-1"] != "" {
+		t.Errorf("claims %v: want the bound one read and the other generated unbound", claims)
+	}
+	if len(s.StorageClasses) != 1 || len(s.PersistentVolumes) != 1 {
+		t.Errorf("storage read: %d classes, %d volumes", len(s.StorageClasses), len(s.PersistentVolumes))
 	}
 }

@@ -25,7 +25,10 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 	for i := range types {
 		its[i] = &types[i]
 	}
-	in := sched.Input{Pods: set.PendingPods(), DaemonSetPods: set.DaemonSetPods()}
+	in := sched.Input{
+		Pods: set.PendingPods(), DaemonSetPods: set.DaemonSetPods(), Namespaces: set.NamespaceLabels(),
+		PersistentVolumeClaims: set.AllPersistentVolumeClaims(), PersistentVolumes: set.PersistentVolumes, StorageClasses: set.StorageClasses,
+	}
 	bound := set.BoundPods()
 	usage := map[string]corev1.ResourceList{}
 	for _, n := range set.Nodes {

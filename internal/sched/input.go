@@ -2,6 +2,7 @@ package sched
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -30,6 +31,12 @@ type Input struct {
 	// Namespaces maps namespace names to their labels, for the
 	// namespaceSelector of pod (anti-)affinity terms.
 	Namespaces map[string]map[string]string
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses resolve
+	// the pods' volumes to where they can be used: a bound claim's volume
+	// node affinity, or an unbound claim's StorageClass allowedTopologies.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
 }
 
 // Node is capacity that exists already: a registered node or an in-flight

@@ -60,8 +60,13 @@ func Solve(in Input) Plan {
 	sortNodes(s.nodes)
 
 	pods := make([]*podState, 0, len(in.Pods))
+	volumes := newVolumeIndex(in)
 	for _, p := range in.Pods {
-		pods = append(pods, newPodState(p, s.ix))
+		ps := newPodState(p, s.ix)
+		if ps.invalid == nil {
+			volumes.applyVolumes(ps)
+		}
+		pods = append(pods, ps)
 	}
 	sortPods(pods, s.memPerCPU)
 	s.setupTopology(pods)
