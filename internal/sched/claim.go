@@ -31,6 +31,9 @@ type claim struct {
 	domainCache map[string][]string
 	// ports: host ports bound by its pods and by the pool's DaemonSet pods.
 	ports []hostPort
+	// seq (creation order) and score (room left) place it in the index.
+	seq   int
+	score float64
 }
 
 // candidate is the outcome of trying a pod on a claim.

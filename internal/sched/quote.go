@@ -87,25 +87,58 @@ func (s *solver) poolTolerated(ps *poolState, p *podState) bool {
 }
 
 // bestClaim returns the in-flight claim that takes the pod at the least
-// extra cost: the rise in the price of its cheapest candidate type. Among
-// equals it prefers the tightest fit, so that room stays where larger pods
-// can use it. Like Karpenter, a claim that can take the pod is always
-// preferred to opening a new one.
+// extra cost: the rise in the price of its cheapest candidate type, the
+// tightest fit among equals. Like Karpenter, a claim that can take the pod
+// is always preferred to opening a new one.
+//
+// Claims are scanned in order of the room they have left (see claimIndex).
+// A pod of size z only fits without extra cost in claims with at least z of
+// room, so the scan starts there and goes up: the first claim that takes it
+// at no extra cost is the tightest such fit. Only if there is none does it go
+// down, through claims that would have to grow, keeping the cheapest of the
+// first few that can.
 func (s *solver) bestClaim(p *podState, preqs requirement.Requirements) (*claim, candidate) {
-	type quoted = claimQuote
+	// Scan the smallest index that can hold the answer: a blocking
+	// group's open claims when the pod has such a constraint.
+	index := &s.index
+	for _, con := range p.constraints() {
+		if open := con.openIndex(p); open != nil && len(open.claims) < len(index.claims) {
+			index = open
+		}
+	}
+	if len(index.claims) == 0 {
+		return nil, candidate{}
+	}
 	options := s.scratchQuotes[:0]
 	defer func() { s.scratchQuotes = options[:0] }()
-	for _, c := range s.claims {
+	consider := func(c *claim) (claimQuote, bool) {
 		delta, slack, ok, exact := s.quote(c, p, preqs)
 		if !exact {
 			cand, fits := c.try(s, p, preqs)
 			if !fits {
-				continue
+				return claimQuote{}, false
 			}
 			delta, slack, ok = cand.types[0].price-c.types[0].price, s.slack(cand.types[0].allocatable, cand.requests), true
 		}
-		if ok {
-			options = append(options, quoted{c, delta, slack})
+		return claimQuote{c, delta, slack}, ok
+	}
+	start := index.firstWithRoom(s.podSize(p))
+	for i := start; i < len(index.claims); i++ {
+		if q, ok := consider(index.claims[i].c); ok {
+			options = append(options, q)
+			if q.delta == 0 {
+				break
+			}
+		}
+	}
+	if len(options) == 0 || options[len(options)-1].delta != 0 {
+		const growing = 16 // claims that would have to grow: keep the cheapest of this many
+		found := 0
+		for i := start - 1; i >= 0 && found < growing; i-- {
+			if q, ok := consider(index.claims[i].c); ok {
+				options = append(options, q)
+				found++
+			}
 		}
 	}
 	// Take the best; should its full try disagree with the quote, the next.

@@ -35,13 +35,19 @@ type solver struct {
 	scratchTypes    []*typeState
 	scratchRequests resources.Vector
 	scratchQuotes   []claimQuote
+	// index orders the in-flight claims by the room their cheapest
+	// candidate has left; blockingGroups keep their own index of the claims
+	// still open to them; claimByHost finds a claim by its placeholder.
+	index          claimIndex
+	blockingGroups []*topoGroup
+	claimByHost    map[string]*claim
 }
 
 // Solve places the input's pods: on existing nodes and in-flight claims
 // first, then on new NodeClaims from the NodePools in weight order. It never
 // fails as a whole: a pod it cannot place is listed with the reason.
 func Solve(in Input) Plan {
-	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in)}
+	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
 	for _, d := range in.DaemonSetPods {
 		if ds := newPodState(d, s.ix); ds.invalid == nil {
 			s.daemons = append(s.daemons, ds)
@@ -182,13 +188,17 @@ func (s *solver) place(p *podState) bool {
 		}
 	}
 	if c, cand := s.bestClaim(p, preqs); c != nil {
+		s.unindexClaim(c)
 		c.commit(p, cand)
+		s.indexClaim(c)
 		s.record(p, c.domainsOf)
 		return true
 	}
 	for _, ps := range s.pools {
 		if c := s.newClaim(ps, p, preqs); c != nil {
 			s.claims = append(s.claims, c)
+			s.claimByHost[c.hostname] = c
+			s.indexClaim(c)
 			s.record(p, c.domainsOf)
 			return true
 		}
@@ -218,13 +228,13 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 	}
 	reqs := ps.reqs.Clone()
 	reqs.AddAll(preqs)
-	hostname := fmt.Sprintf("hostname-placeholder-%04d", s.hostnames)
+	hostname := fmt.Sprintf("%s%04d", placeholderPrefix, s.hostnames)
 	types, reqs, ok := s.fitTypes(p, ps.types, ps.reqs, reqs, p.requests, hostname, func(t *typeState) bool { return !ps.limited || ps.withinLimits(t.capacity) })
 	if !ok {
 		return nil
 	}
 	s.hostnames++
-	c := &claim{pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: slices.Clone(types), pods: []*podState{p},
+	c := &claim{seq: s.hostnames, pool: ps, hostname: hostname, reqs: reqs, requests: slices.Clone(p.requests), types: slices.Clone(types), pods: []*podState{p},
 		ports: append(slices.Clone(ps.daemonPorts), p.ports...)}
 	_, c.maxAlloc = envelope(types)
 	if ps.limited {

@@ -41,6 +41,29 @@ type topoGroup struct {
 	// owners (anti-affinity only): pods carrying this anti-affinity, per
 	// domain; a pod the selector picks must stay out of those domains.
 	owners map[string]int32
+	// open indexes the claims of this solve that hold no selected pod yet,
+	// for hostname groups that block a second one (see blocking); nil for
+	// other groups.
+	open *claimIndex
+}
+
+// placeholderPrefix starts the hostname a claim has until its node exists.
+const placeholderPrefix = "hostname-placeholder-"
+
+// blocking reports whether the group keeps a pod it selects off any node
+// that already holds one: hostname anti-affinity, or a hostname spread of
+// maxSkew 1 (a new node is always an empty domain, so the minimum is 0).
+func (g *topoGroup) blocking() bool {
+	return g.key == corev1.LabelHostname && (g.kind == topoAntiAffinity || (g.kind == topoSpread && g.maxSkew == 1))
+}
+
+// openIndex returns, for a constraint that keeps the pod off claims already
+// holding a selected pod, the index of the claims still open to it.
+func (c constraint) openIndex(p *podState) *claimIndex {
+	if c.inverse || c.g.open == nil || (c.g.kind == topoSpread && !c.g.selects(p.pod)) {
+		return nil
+	}
+	return c.g.open
 }
 
 func (g *topoGroup) selects(p *corev1.Pod) bool {
@@ -199,6 +222,11 @@ func (s *solver) record(p *podState, domainsOf func(key string) []string) {
 		if len(ds) == 1 || (g.kind == topoAntiAffinity && len(ds) > 1) {
 			for _, d := range ds {
 				g.counts[d]++
+				if g.counts[d] == 1 && g.open != nil {
+					if c, ok := s.claimByHost[d]; ok {
+						g.open.remove(c)
+					}
+				}
 			}
 		}
 	}

@@ -37,6 +37,12 @@ func (s *solver) setupTopology(pods []*podState) {
 		}
 	}
 	groups := s.topo.ordered()
+	for _, g := range groups {
+		if g.blocking() {
+			g.open = &claimIndex{}
+			s.blockingGroups = append(s.blockingGroups, g)
+		}
+	}
 	for _, ns := range s.nodes {
 		for _, q := range ns.node.Pods {
 			if ignoredForTopology(q) {

@@ -20,7 +20,7 @@ func input(n int) sched.Input {
 // BenchmarkSolveDiverse reports, per size: pods/s, nodes, $/h, and $/h over
 // the lower bound and over Karpenter's measured plan.
 func BenchmarkSolveDiverse(b *testing.B) {
-	for _, n := range []int{1000, 5000, 50000} {
+	for _, n := range []int{1000, 5000, 20000, 50000} {
 		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
 			in := input(n)
 			var plan sched.Plan
