@@ -31,9 +31,10 @@ type claim struct {
 	domainCache map[string][]string
 	// ports: host ports bound by its pods and by the pool's DaemonSet pods.
 	ports []hostPort
-	// seq (creation order) and score (room left) place it in the index.
-	seq   int
-	score float64
+	// seq (creation order) and room (left in the cheapest candidate) place
+	// it in the indexes.
+	seq  int
+	room room
 }
 
 // candidate is the outcome of trying a pod on a claim.

@@ -91,22 +91,19 @@ func (s *solver) poolTolerated(ps *poolState, p *podState) bool {
 // tightest fit among equals. Like Karpenter, a claim that can take the pod
 // is always preferred to opening a new one.
 //
-// Claims are scanned in order of the room they have left (see claimIndex).
-// A pod of size z only fits without extra cost in claims with at least z of
-// room, so the scan starts there and goes up: the first claim that takes it
-// at no extra cost is the tightest such fit. Only if there is none does it go
-// down, through claims that would have to grow, keeping the cheapest of the
-// first few that can.
+// Claims are found through their room (see claimIndex): first the tightest
+// claim with room for the pod, at no extra cost; only when there is none,
+// the cheapest to grow among the claims nearest the pod's size.
 func (s *solver) bestClaim(p *podState, preqs requirement.Requirements) (*claim, candidate) {
-	// Scan the smallest index that can hold the answer: a blocking
+	// Search the smallest index that can hold the answer: a blocking
 	// group's open claims when the pod has such a constraint.
 	index := &s.index
 	for _, con := range p.constraints() {
-		if open := con.openIndex(p); open != nil && len(open.claims) < len(index.claims) {
+		if open := con.openIndex(p); open != nil && open.len() < index.len() {
 			index = open
 		}
 	}
-	if len(index.claims) == 0 {
+	if index.len() == 0 {
 		return nil, candidate{}
 	}
 	options := s.scratchQuotes[:0]
@@ -122,22 +119,28 @@ func (s *solver) bestClaim(p *podState, preqs requirement.Requirements) (*claim,
 		}
 		return claimQuote{c, delta, slack}, ok
 	}
-	start := index.firstWithRoom(s.podSize(p))
-	for i := start; i < len(index.claims); i++ {
-		if q, ok := consider(index.claims[i].c); ok {
+	// First choice: the tightest claim that takes the pod at no extra cost.
+	free := index.tightest(p.requests.At(resources.CPU), p.requests.At(resources.Memory), s.memPerCPU, func(c *claim) bool {
+		q, ok := consider(c)
+		if ok && q.delta == 0 {
 			options = append(options, q)
-			if q.delta == 0 {
-				break
+			return true
+		}
+		return false
+	})
+	if free == nil {
+		// Every claim would have to grow: weigh those nearest the pod's size,
+		// on both sides, and keep the cheapest.
+		const near = 16
+		start := index.firstWithRoom(s.podSize(p))
+		for i, found := start, 0; i < index.len() && found < near; i++ {
+			if q, ok := consider(index.bySum[i].c); ok {
+				options, found = append(options, q), found+1
 			}
 		}
-	}
-	if len(options) == 0 || options[len(options)-1].delta != 0 {
-		const growing = 16 // claims that would have to grow: keep the cheapest of this many
-		found := 0
-		for i := start - 1; i >= 0 && found < growing; i-- {
-			if q, ok := consider(index.claims[i].c); ok {
-				options = append(options, q)
-				found++
+		for i, found := start-1, 0; i >= 0 && found < near; i-- {
+			if q, ok := consider(index.bySum[i].c); ok {
+				options, found = append(options, q), found+1
 			}
 		}
 	}
