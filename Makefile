@@ -43,7 +43,10 @@ verify: generate ## gofmt, go vet, and generated files up to date.
 	@if [[ -n "$$(git status --porcelain -- api)" ]]; then \
 		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api; exit 1; fi
 
-bench: ## Run the benchmarks and print their figures.
+bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against the targets, plan on it, Go benchmarks.
+	go run ./internal/benchmark/cmd/diverse
+	go run ./internal/benchmark/cmd/diverse -pods 5000 -out $(BIN)/diverse-5000
+	go run ./cmd/nodewright plan -f $(BIN)/diverse-5000/workload.yaml --catalog $(BIN)/diverse-5000/catalog.json | tail -n 1
 	go test -run '^$$' -bench . -benchmem ./...
 
 crds: ## Print the CRDs (same as 'nodewright crds').

@@ -122,8 +122,12 @@ func (o Output) WriteText(w io.Writer) error {
 	for _, e := range o.Existing {
 		placed += len(e.Pods)
 	}
-	_, err := fmt.Fprintf(w, "total: %d NodeClaim(s), $%.4f/hour; %d pod(s) placed, %d unschedulable; solved in %.3fs\n",
-		len(o.NodeClaims), o.TotalPricePerHour, placed, len(o.Unschedulable), o.SolveSeconds)
+	rate := ""
+	if o.SolveSeconds > 0 {
+		rate = fmt.Sprintf(" (%.0f pods/s)", float64(placed+len(o.Unschedulable))/o.SolveSeconds)
+	}
+	_, err := fmt.Fprintf(w, "total: %d NodeClaim(s), $%.4f/hour; %d pod(s) placed, %d unschedulable; solved in %.3fs%s\n",
+		len(o.NodeClaims), o.TotalPricePerHour, placed, len(o.Unschedulable), o.SolveSeconds, rate)
 	return err
 }
 
