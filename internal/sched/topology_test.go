@@ -337,3 +337,58 @@ func reasons(plan Plan) string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestMoreTopologySemantics(t *testing.T) {
+	app := selector("app", "web")
+	t.Run("spread over capacity types alternates spot and on-demand", func(t *testing.T) {
+		plan := Solve(Input{
+			Pods:      replicasOf(4, "web", "1", withLabels("app", "web"), withSpread("karpenter.sh/capacity-type", 1, corev1.DoNotSchedule, app)),
+			NodePools: []NodePool{nodePool("default", smallCatalog())},
+		})
+		per := map[string]int{}
+		for _, nc := range plan.NodeClaims {
+			per[nc.CapacityType] += len(nc.Pods)
+		}
+		if per["spot"] != 2 || per["on-demand"] != 2 {
+			t.Errorf("pods per capacity type %v, want 2 and 2 (reasons %s)", per, reasons(plan))
+		}
+	})
+	t.Run("nodeTaintsPolicy Honor ignores domains of nodes the pod cannot tolerate", func(t *testing.T) {
+		tainted := Node{Name: "tainted", Initialized: true, Labels: map[string]string{corev1.LabelTopologyZone: "zone-c", corev1.LabelHostname: "tainted"},
+			Taints: []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}}, Allocatable: rl("cpu", "1", "memory", "1Gi", "pods", "10")}
+		its := zonedCatalog()
+		its[0].Offerings = its[0].Offerings[:2] // new nodes only in zone-a and zone-b
+		spread := func(policy corev1.NodeInclusionPolicy) []*corev1.Pod {
+			return replicasOf(4, "web", "1", withLabels("app", "web"), withSpread(corev1.LabelTopologyZone, 1, corev1.DoNotSchedule, app,
+				func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &policy }))
+		}
+		// Ignore (the default): zone-c counts with 0 pods, so a and b may hold one each.
+		plan := Solve(Input{Pods: spread(corev1.NodeInclusionPolicyIgnore), Nodes: []Node{tainted}, NodePools: []NodePool{nodePool("default", its)}})
+		if len(plan.Unschedulable) != 2 {
+			t.Errorf("Ignore: %d unschedulable, want 2 (zone-c's tainted node holds the minimum at 0): %s", len(plan.Unschedulable), reasons(plan))
+		}
+		// Honor: zone-c does not count; a and b take two each.
+		plan = Solve(Input{Pods: spread(corev1.NodeInclusionPolicyHonor), Nodes: []Node{tainted}, NodePools: []NodePool{nodePool("default", its)}})
+		if len(plan.Unschedulable) != 0 {
+			t.Errorf("Honor: unschedulable %s", reasons(plan))
+		}
+	})
+	t.Run("preferred pod affinity pulls pods together while it can", func(t *testing.T) {
+		pref := func(p *corev1.Pod) {
+			a := podAffinity(p)
+			a.PodAffinity = &corev1.PodAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+				Weight: 50, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: corev1.LabelTopologyZone, LabelSelector: selector("app", "db")}}}}
+		}
+		db := Node{Name: "db-node", Initialized: true, Labels: map[string]string{corev1.LabelTopologyZone: "zone-b", corev1.LabelHostname: "db-node"},
+			Allocatable: rl("cpu", "1", "memory", "1Gi", "pods", "10"), Pods: []*corev1.Pod{pod("db", "500m", "256Mi", withLabels("app", "db"))}}
+		plan := Solve(Input{Pods: []*corev1.Pod{pod("cache", "4", "1Gi", pref)}, Nodes: []Node{db}, NodePools: []NodePool{nodePool("default", zonedCatalog())}})
+		if len(plan.NodeClaims) != 1 || plan.NodeClaims[0].Zone != "zone-b" {
+			t.Errorf("claims %+v, want one in db's zone-b", plan.NodeClaims)
+		}
+		// Without any db pod the preference cannot hold and is dropped.
+		plan = Solve(Input{Pods: []*corev1.Pod{pod("cache", "4", "1Gi", pref)}, NodePools: []NodePool{nodePool("default", zonedCatalog())}})
+		if len(plan.NodeClaims) != 1 || len(plan.Unschedulable) != 0 {
+			t.Errorf("without db: claims %d, unschedulable %s", len(plan.NodeClaims), reasons(plan))
+		}
+	})
+}
