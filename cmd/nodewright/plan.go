@@ -17,6 +17,7 @@ func newPlanCommand() *cobra.Command {
 		files       []string
 		catalogFile string
 		output      string
+		minValues   string
 	)
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE_OR_DIR... [--catalog FILE] [-o text|json]",
@@ -38,6 +39,10 @@ extended shape.`,
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
 			}
+			policy := sched.MinValuesPolicy(minValues)
+			if policy != sched.MinValuesStrict && policy != sched.MinValuesBestEffort {
+				return fmt.Errorf("--min-values-policy %q: want Strict or BestEffort", minValues)
+			}
 			set, err := manifest.Load(files...)
 			if err != nil {
 				return err
@@ -47,6 +52,7 @@ extended shape.`,
 				return err
 			}
 			in, warnings := plan.Input(set, types)
+			in.MinValuesPolicy = policy
 			start := time.Now()
 			result := sched.Solve(in)
 			out := plan.NewOutput(result, time.Since(start).Seconds(), warnings)
@@ -59,6 +65,7 @@ extended shape.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file or directory (repeatable)")
 	cmd.Flags().StringVar(&catalogFile, "catalog", "", "instance-type catalog JSON (default: the embedded AWS-like us-east-1 catalog)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&minValues, "min-values-policy", string(sched.MinValuesStrict), "Strict: a NodeClaim must meet minValues; BestEffort: relax minValues when the instance types cannot")
 	return cmd
 }
 

@@ -33,6 +33,7 @@ type NodeClaim struct {
 	Zone                string                                        `json:"zone"`
 	Price               float64                                       `json:"price"`
 	InstanceTypeOptions []string                                      `json:"instanceTypeOptions"`
+	MinValuesRelaxed    bool                                          `json:"minValuesRelaxed"`
 	Pods                []string                                      `json:"pods"`
 	Requests            map[string]string                             `json:"requests"`
 	Requirements        []karpv1.NodeSelectorRequirementWithMinValues `json:"requirements"`
@@ -63,7 +64,7 @@ func NewOutput(p sched.Plan, solveSeconds float64, warnings []string) Output {
 		}
 		out.NodeClaims = append(out.NodeClaims, NodeClaim{
 			NodePool: nc.NodePool, InstanceType: nc.InstanceType, CapacityType: nc.CapacityType, Zone: nc.Zone,
-			Price: nc.Price, InstanceTypeOptions: nc.InstanceTypeOptions, Pods: podNames(nc.Pods),
+			Price: nc.Price, InstanceTypeOptions: nc.InstanceTypeOptions, MinValuesRelaxed: nc.MinValuesRelaxed, Pods: podNames(nc.Pods),
 			Requests: requests, Requirements: nc.Requirements,
 		})
 	}

@@ -114,7 +114,7 @@ func (s *solver) fitTypes(p *podState, types []*typeState, base, reqs requiremen
 	if !reqs.Covers(narrowed) {
 		types = filterTypes(types, narrowed, requests, nil)
 	}
-	if _, ok := minValuesShortfall(narrowed, types); !ok {
+	if _, ok := minValuesShortfall(narrowed, types); !ok && s.in.MinValuesPolicy != MinValuesBestEffort {
 		return nil, reqs, false
 	}
 	return types, narrowed, len(types) > 0

@@ -80,7 +80,7 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	if len(fitting) == 0 {
 		return fmt.Sprintf("no instance type%s fits all of %s at once", scope(ps.reqs), formatResources(s.ix.ResourceList(p.requests)))
 	}
-	if r, ok := minValuesShortfall(reqs, fitting); !ok {
+	if r, ok := minValuesShortfall(reqs, fitting); !ok && s.in.MinValuesPolicy != MinValuesBestEffort {
 		return r
 	}
 	if r := s.topoReason(p, reqs, fitting); r != "" {

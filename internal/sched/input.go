@@ -28,6 +28,10 @@ type Input struct {
 	// Unavailable reports offerings known to be out of capacity; nil means
 	// none.
 	Unavailable func(instanceType, zone, capacityType string) bool
+	// MinValuesPolicy is Strict (the default: a claim whose fitting types
+	// span fewer values than a requirement's minValues is not made) or
+	// BestEffort (the claim is made with what there is, and marked relaxed).
+	MinValuesPolicy MinValuesPolicy
 	// Namespaces maps namespace names to their labels, for the
 	// namespaceSelector of pod (anti-)affinity terms.
 	Namespaces map[string]map[string]string
@@ -72,3 +76,11 @@ type NodePool struct {
 	// counted against spec.limits (including a "nodes" count).
 	Usage corev1.ResourceList
 }
+
+// MinValuesPolicy says what to do when instance types cannot meet minValues.
+type MinValuesPolicy string
+
+const (
+	MinValuesStrict     MinValuesPolicy = "Strict"
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)

@@ -29,6 +29,10 @@ type NodeClaim struct {
 	Zone         string
 	CapacityType string
 	Price        float64
+	// MinValuesRelaxed: under the BestEffort policy, the options span fewer
+	// values than a minValues asked for (Karpenter's
+	// karpenter.sh/nodeclaim-min-values-relaxed annotation).
+	MinValuesRelaxed bool
 	// Pods the claim was sized for, and their requests plus daemon overhead.
 	Pods     []*corev1.Pod
 	Requests corev1.ResourceList

@@ -109,3 +109,21 @@ func TestMinValues(t *testing.T) {
 		t.Errorf("%d claims: two 3 CPU pods together fit only large and gpu, short of minValues 3, so they need two nodes", len(plan.NodeClaims))
 	}
 }
+
+func TestMinValuesBestEffort(t *testing.T) {
+	n := 4
+	flexible := func(np *karpv1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, karpv1.NodeSelectorRequirementWithMinValues{
+			Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpExists, MinValues: &n})
+	}
+	in := Input{Pods: []*corev1.Pod{pod("b", "10", "1Gi")}, NodePools: []NodePool{nodePool("default", smallCatalog(), flexible)}, MinValuesPolicy: MinValuesBestEffort}
+	plan := Solve(in)
+	if len(plan.NodeClaims) != 1 || !plan.NodeClaims[0].MinValuesRelaxed {
+		t.Fatalf("BestEffort: claims %+v, reasons %s; want one claim marked relaxed", plan.NodeClaims, reasons(plan))
+	}
+	in.Pods = []*corev1.Pod{pod("a", "3", "1Gi")}
+	n = 3
+	if plan := Solve(in); len(plan.NodeClaims) != 1 || plan.NodeClaims[0].MinValuesRelaxed {
+		t.Errorf("a claim that meets minValues is not relaxed: %+v", plan.NodeClaims)
+	}
+}

@@ -282,6 +282,7 @@ func (s *solver) finalize(c *claim) NodeClaim {
 	reqs := c.reqs.Clone()
 	reqs.Add(requirement.MustNew(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	reqs.Add(requirement.MustNew(karpv1.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
+	_, met := minValuesShortfall(c.reqs, c.types)
 	best := opts[0]
 	pods := make([]*corev1.Pod, 0, len(c.pods))
 	for _, p := range c.pods {
@@ -295,6 +296,7 @@ func (s *solver) finalize(c *claim) NodeClaim {
 		Zone:                best.o.Zone,
 		CapacityType:        best.o.CapacityType,
 		Price:               best.o.Price,
+		MinValuesRelaxed:    !met,
 		Pods:                pods,
 		Requests:            s.ix.ResourceList(c.requests.Plus(best.t.overhead)),
 	}
