@@ -1,0 +1,178 @@
+// Package providertest is the contract suite every CloudProvider must pass:
+// the behaviour Nodewright's controllers rely on, checked against a real
+// implementation (not a mock). A provider's own tests call Run with a
+// harness that builds the provider and NodeClaims it can launch.
+package providertest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched/requirement"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
+)
+
+// Harness is what the suite needs from a provider's test.
+type Harness struct {
+	Provider cloudprovider.CloudProvider
+	// NodePool the provider can serve (its nodeClassRef names a ready
+	// NodeClass of the provider's).
+	NodePool *karpv1.NodePool
+	// NodeClaim returns a new NodeClaim, owned by NodePool, that the provider
+	// can launch; extra requirements narrow it.
+	NodeClaim func(name string, extra ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodeClaim
+}
+
+// Run runs the contract suite. newHarness is called once per case, so each
+// case starts from an empty cloud.
+func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
+	t.Helper()
+	ctx := context.Background()
+
+	t.Run("identifies itself and its NodeClasses", func(t *testing.T) {
+		h := newHarness(t)
+		if h.Provider.Name() == "" || len(h.Provider.NodeClasses()) == 0 {
+			t.Errorf("Name() = %q, NodeClasses() = %v", h.Provider.Name(), h.Provider.NodeClasses())
+		}
+		if !cloudprovider.Manages(h.Provider, h.NodePool.Spec.Template.Spec.NodeClassRef) {
+			t.Errorf("the harness NodePool's nodeClassRef %v is not one of %v", h.NodePool.Spec.Template.Spec.NodeClassRef, h.Provider.NodeClasses())
+		}
+	})
+
+	t.Run("describes instance types with offerings", func(t *testing.T) {
+		h := newHarness(t)
+		types, err := h.Provider.GetInstanceTypes(ctx, h.NodePool)
+		if err != nil || len(types) == 0 {
+			t.Fatalf("GetInstanceTypes: %d types, %v", len(types), err)
+		}
+		for _, it := range types {
+			if it.Name == "" || it.Capacity.Cpu().IsZero() || it.Capacity.Memory().IsZero() || len(it.Offerings) == 0 {
+				t.Errorf("instance type %q: capacity %v, %d offerings", it.Name, it.Capacity, len(it.Offerings))
+			}
+			for _, o := range it.Offerings {
+				if o.Zone == "" || o.CapacityType == "" || o.Price < 0 {
+					t.Errorf("instance type %q: offering %+v", it.Name, o)
+				}
+			}
+		}
+	})
+
+	t.Run("creates an instance that meets the requirements", func(t *testing.T) {
+		h := newHarness(t)
+		nc := h.NodeClaim("contract-create")
+		got, err := h.Provider.Create(ctx, nc)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		checkLaunched(t, nc, got)
+		found, err := h.Provider.Get(ctx, got.Status.ProviderID)
+		if err != nil || found.Status.ProviderID != got.Status.ProviderID {
+			t.Errorf("Get(%s) = %v, %v", got.Status.ProviderID, found, err)
+		}
+		listed, err := h.Provider.List(ctx)
+		if err != nil || !slices.ContainsFunc(listed, func(c *karpv1.NodeClaim) bool { return c.Status.ProviderID == got.Status.ProviderID }) {
+			t.Errorf("List does not include %s: %v", got.Status.ProviderID, err)
+		}
+	})
+
+	t.Run("honours narrowing requirements", func(t *testing.T) {
+		h := newHarness(t)
+		types, err := h.Provider.GetInstanceTypes(ctx, h.NodePool)
+		if err != nil || len(types) == 0 {
+			t.Fatalf("GetInstanceTypes: %v", err)
+		}
+		// Ask for the last type in a single zone and capacity type it offers.
+		it := types[len(types)-1]
+		o := it.Offerings[len(it.Offerings)-1]
+		nc := h.NodeClaim("contract-narrow",
+			karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{it.Name}},
+			karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{o.Zone}},
+			karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{o.CapacityType}},
+		)
+		got, err := h.Provider.Create(ctx, nc)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		checkLaunched(t, nc, got)
+		if got.Labels[corev1.LabelInstanceTypeStable] != it.Name || got.Labels[corev1.LabelTopologyZone] != o.Zone || got.Labels[karpv1.LabelCapacityType] != o.CapacityType {
+			t.Errorf("launched %v, want %s in %s as %s", got.Labels, it.Name, o.Zone, o.CapacityType)
+		}
+	})
+
+	t.Run("refuses what no offering satisfies with insufficient capacity", func(t *testing.T) {
+		h := newHarness(t)
+		nc := h.NodeClaim("contract-impossible",
+			karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"no-such-zone"}})
+		if _, err := h.Provider.Create(ctx, nc); !cloudprovider.IsInsufficientCapacityError(err) {
+			t.Errorf("Create in a zone that does not exist: %v, want InsufficientCapacityError", err)
+		}
+	})
+
+	t.Run("deletes until not found", func(t *testing.T) {
+		h := newHarness(t)
+		nc := h.NodeClaim("contract-delete")
+		got, err := h.Provider.Create(ctx, nc)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		deleted := false
+		for range 10 {
+			err = h.Provider.Delete(ctx, got)
+			if cloudprovider.IsNodeClaimNotFoundError(err) {
+				deleted = true
+				break
+			}
+			if err != nil {
+				t.Fatalf("Delete: %v", err)
+			}
+		}
+		if !deleted {
+			t.Fatal("Delete never reported the instance gone")
+		}
+		if _, err := h.Provider.Get(ctx, got.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("Get after delete: %v, want NodeClaimNotFoundError", err)
+		}
+		if err := h.Provider.Delete(ctx, got); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("second Delete: %v, want NodeClaimNotFoundError", err)
+		}
+	})
+
+	t.Run("does not find what it never launched", func(t *testing.T) {
+		h := newHarness(t)
+		if _, err := h.Provider.Get(ctx, "nowhere://nothing"); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			t.Errorf("Get of an unknown provider ID: %v, want NodeClaimNotFoundError", err)
+		}
+	})
+}
+
+// checkLaunched: a provider ID, capacity and allocatable, and labels that
+// name one instance type, zone and capacity type meeting the requirements.
+func checkLaunched(t *testing.T, asked, got *karpv1.NodeClaim) {
+	t.Helper()
+	if got.Status.ProviderID == "" {
+		t.Error("no status.providerID")
+	}
+	if got.Status.Capacity.Cpu().IsZero() || got.Status.Allocatable.Memory().IsZero() {
+		t.Errorf("capacity %v, allocatable %v", got.Status.Capacity, got.Status.Allocatable)
+	}
+	for _, k := range []string{corev1.LabelInstanceTypeStable, corev1.LabelTopologyZone, karpv1.LabelCapacityType} {
+		if got.Labels[k] == "" {
+			t.Errorf("launched NodeClaim has no %s label: %v", k, got.Labels)
+		}
+	}
+	reqs, err := requirement.FromAPI(asked.Spec.Requirements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := requirement.FromLabels(got.Labels)
+	if err := reqs.Intersects(launched); err != nil {
+		t.Errorf("launched %v does not meet the requirements: %v", got.Labels, err)
+	}
+	if got.Name != asked.Name {
+		t.Errorf("launched NodeClaim is named %q, asked %q", got.Name, asked.Name)
+	}
+}
