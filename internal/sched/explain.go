@@ -86,10 +86,13 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	if r := s.topoReason(p, reqs, fitting); r != "" {
 		return r
 	}
-	if ps.nodesLeft == 0 {
+	switch {
+	case ps.nodesLeft == 0:
 		return "limit on nodes reached"
+	case ps.limited:
+		return "limits exceeded: room left is " + ps.limitsString(s.ix)
 	}
-	return "limits exceeded: room left is " + ps.limitsString(s.ix)
+	return "no NodeClaim from it can take the pod alongside the pods already planned"
 }
 
 // scope names the pool requirements that pick instance types, e.g.

@@ -36,8 +36,9 @@ type topoGroup struct {
 	// Spread only: which nodes' domains count (kube-scheduler's defaults:
 	// node affinity honoured, taints ignored).
 	honorAffinity, honorTaints bool
-	// counts: selected pods per domain.
-	counts map[string]int32
+	// counts: selected pods per domain; selected: their sum.
+	counts   map[string]int32
+	selected int32
 	// owners (anti-affinity only): pods carrying this anti-affinity, per
 	// domain; a pod the selector picks must stay out of those domains.
 	owners map[string]int32
@@ -220,6 +221,7 @@ func (s *solver) record(p *podState, domainsOf func(key string) []string) {
 		// An undecided domain counts only where it can only block: for
 		// anti-affinity, in every domain the pod might take.
 		if len(ds) == 1 || (g.kind == topoAntiAffinity && len(ds) > 1) {
+			g.selected++
 			for _, d := range ds {
 				g.counts[d]++
 				if g.counts[d] == 1 && g.open != nil {
@@ -260,7 +262,7 @@ func (s *solver) allows(p *podState, c constraint, d string) bool {
 			return true
 		}
 		// The first pod of a group that selects itself may start anywhere.
-		return g.selects(p.pod) && !slices.ContainsFunc(mapsValues(g.counts), func(n int32) bool { return n > 0 })
+		return g.selects(p.pod) && g.selected == 0
 	}
 	self := int32(0)
 	if g.selects(p.pod) {
@@ -544,13 +546,5 @@ func claimDomains(reqs requirement.Requirements, types []*typeState, key string)
 		out = append(out, d)
 	}
 	slices.Sort(out)
-	return out
-}
-
-func mapsValues(m map[string]int32) []int32 {
-	out := make([]int32, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
 	return out
 }

@@ -51,6 +51,7 @@ func (s *solver) setupTopology(pods []*podState) {
 			for _, g := range groups {
 				if d, ok := nodeDomain(ns.node, g.key); ok && g.selects(q) {
 					g.counts[d]++
+					g.selected++
 				}
 			}
 		}

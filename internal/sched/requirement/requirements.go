@@ -41,27 +41,33 @@ func NewRequirements(reqs ...Requirement) Requirements {
 func FromNodeSelector(reqs []corev1.NodeSelectorRequirement) (Requirements, error) {
 	var rs Requirements
 	for _, nsr := range reqs {
-		r, err := New(nsr.Key, nsr.Operator, nsr.Values...)
-		if err != nil {
+		if err := rs.add(nsr.Key, nsr.Operator, nsr.Values, nil); err != nil {
 			return Requirements{}, err
 		}
-		rs.Add(r)
 	}
 	return rs, nil
+}
+
+// add parses one requirement and intersects it in.
+func (rs *Requirements) add(key string, op corev1.NodeSelectorOperator, values []string, minValues *int) error {
+	r, err := New(key, op, values...)
+	if err != nil {
+		return err
+	}
+	if minValues != nil {
+		r = r.WithMinValues(*minValues)
+	}
+	rs.Add(r)
+	return nil
 }
 
 // FromAPI converts NodePool or NodeClaim requirements, keeping minValues.
 func FromAPI(reqs []karpv1.NodeSelectorRequirementWithMinValues) (Requirements, error) {
 	var rs Requirements
 	for _, nsr := range reqs {
-		r, err := New(nsr.Key, nsr.Operator, nsr.Values...)
-		if err != nil {
+		if err := rs.add(nsr.Key, nsr.Operator, nsr.Values, nsr.MinValues); err != nil {
 			return Requirements{}, err
 		}
-		if nsr.MinValues != nil {
-			r = r.WithMinValues(*nsr.MinValues)
-		}
-		rs.Add(r)
 	}
 	return rs, nil
 }
