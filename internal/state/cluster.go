@@ -1,0 +1,197 @@
+package state
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+)
+
+// Cluster is the model. All methods are safe for concurrent use.
+type Cluster struct {
+	clock clock.Clock
+
+	mu             sync.RWMutex
+	nodes          map[string]*corev1.Node
+	nodeClaims     map[string]*karpv1.NodeClaim
+	pods           map[types.NamespacedName]*corev1.Pod
+	nodePools      map[string]*karpv1.NodePool
+	daemonSets     map[types.NamespacedName]*appsv1.DaemonSet
+	namespaces     map[string]map[string]string
+	claims         map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	volumes        map[string]*corev1.PersistentVolume
+	storageClasses map[string]*storagev1.StorageClass
+	// nominated: pods a decision planned a place for, until when.
+	nominated map[types.NamespacedName]time.Time
+}
+
+// NewCluster returns an empty model on clk.
+func NewCluster(clk clock.Clock) *Cluster {
+	return &Cluster{
+		clock:          clk,
+		nodes:          map[string]*corev1.Node{},
+		nodeClaims:     map[string]*karpv1.NodeClaim{},
+		pods:           map[types.NamespacedName]*corev1.Pod{},
+		nodePools:      map[string]*karpv1.NodePool{},
+		daemonSets:     map[types.NamespacedName]*appsv1.DaemonSet{},
+		namespaces:     map[string]map[string]string{},
+		claims:         map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
+		volumes:        map[string]*corev1.PersistentVolume{},
+		storageClasses: map[string]*storagev1.StorageClass{},
+		nominated:      map[types.NamespacedName]time.Time{},
+	}
+}
+
+func key(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
+// upsert stores obj under k, or removes k when obj is nil.
+func upsert[K comparable, V any](c *Cluster, m map[K]*V, k K, obj *V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if obj == nil {
+		delete(m, k)
+		return
+	}
+	m[k] = obj
+}
+
+// UpdateNode records a Node; DeleteNode forgets it.
+func (c *Cluster) UpdateNode(n *corev1.Node) { upsert(c, c.nodes, n.Name, n) }
+func (c *Cluster) DeleteNode(name string)    { upsert[string, corev1.Node](c, c.nodes, name, nil) }
+
+// UpdateNodeClaim records a NodeClaim; DeleteNodeClaim forgets it.
+func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) { upsert(c, c.nodeClaims, nc.Name, nc) }
+func (c *Cluster) DeleteNodeClaim(name string) {
+	upsert[string, karpv1.NodeClaim](c, c.nodeClaims, name, nil)
+}
+
+// UpdatePod records a pod; DeletePod forgets it (and its nomination).
+func (c *Cluster) UpdatePod(p *corev1.Pod) { upsert(c, c.pods, key(p.Namespace, p.Name), p) }
+func (c *Cluster) DeletePod(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pods, key(namespace, name))
+	delete(c.nominated, key(namespace, name))
+}
+
+// UpdateNodePool records a NodePool; DeleteNodePool forgets it.
+func (c *Cluster) UpdateNodePool(np *karpv1.NodePool) { upsert(c, c.nodePools, np.Name, np) }
+func (c *Cluster) DeleteNodePool(name string) {
+	upsert[string, karpv1.NodePool](c, c.nodePools, name, nil)
+}
+
+// UpdateDaemonSet records a DaemonSet; DeleteDaemonSet forgets it.
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
+	upsert(c, c.daemonSets, key(ds.Namespace, ds.Name), ds)
+}
+func (c *Cluster) DeleteDaemonSet(namespace, name string) {
+	upsert[types.NamespacedName, appsv1.DaemonSet](c, c.daemonSets, key(namespace, name), nil)
+}
+
+// UpdateNamespace records a namespace's labels; DeleteNamespace forgets it.
+func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.namespaces[ns.Name] = ns.Labels
+}
+func (c *Cluster) DeleteNamespace(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.namespaces, name)
+}
+
+// UpdatePersistentVolumeClaim, UpdatePersistentVolume and UpdateStorageClass
+// record storage objects; the Delete forms forget them.
+func (c *Cluster) UpdatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
+	upsert(c, c.claims, key(pvc.Namespace, pvc.Name), pvc)
+}
+func (c *Cluster) DeletePersistentVolumeClaim(namespace, name string) {
+	upsert[types.NamespacedName, corev1.PersistentVolumeClaim](c, c.claims, key(namespace, name), nil)
+}
+func (c *Cluster) UpdatePersistentVolume(pv *corev1.PersistentVolume) {
+	upsert(c, c.volumes, pv.Name, pv)
+}
+func (c *Cluster) DeletePersistentVolume(name string) {
+	upsert[string, corev1.PersistentVolume](c, c.volumes, name, nil)
+}
+func (c *Cluster) UpdateStorageClass(sc *storagev1.StorageClass) {
+	upsert(c, c.storageClasses, sc.Name, sc)
+}
+func (c *Cluster) DeleteStorageClass(name string) {
+	upsert[string, storagev1.StorageClass](c, c.storageClasses, name, nil)
+}
+
+// Nominate records that a decision planned a place for these pods; they are
+// not provisionable again until ttl passes (or kube-scheduler binds them).
+func (c *Cluster) Nominate(pods []*corev1.Pod, ttl time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until := c.clock.Now().Add(ttl)
+	for _, p := range pods {
+		c.nominated[key(p.Namespace, p.Name)] = until
+	}
+}
+
+// Provisionable reports whether a pod is waiting for capacity: kube-scheduler
+// marked it Unschedulable, it is not bound, not nominated to a node (by
+// kube-scheduler or by a recent decision), not terminal or terminating, and
+// not a DaemonSet or mirror pod.
+func (c *Cluster) Provisionable(p *corev1.Pod) bool {
+	c.mu.RLock()
+	until, nominated := c.nominated[key(p.Namespace, p.Name)]
+	c.mu.RUnlock()
+	if nominated && c.clock.Now().Before(until) {
+		return false
+	}
+	return provisionable(p)
+}
+
+func provisionable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil ||
+		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") {
+		return false
+	}
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+func ownedBy(p *corev1.Pod, kind string) bool {
+	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == kind && o.Controller != nil && *o.Controller })
+}
+
+// initialized reports whether a NodeClaim's node has finished starting.
+func initialized(nc *karpv1.NodeClaim) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+}
+
+// isDeleting: marked for deletion, or tainted as being disrupted.
+func isDeleting(n *corev1.Node, nc *karpv1.NodeClaim) bool {
+	if nc != nil && nc.DeletionTimestamp != nil {
+		return true
+	}
+	if n == nil {
+		return false
+	}
+	return n.DeletionTimestamp != nil || n.Spec.Unschedulable ||
+		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted })
+}
+
+// isTerminal: pods that hold no resources.
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}

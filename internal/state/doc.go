@@ -1,0 +1,15 @@
+// Package state is Nodewright's model of the cluster: the Nodes, NodeClaims,
+// pods, NodePools, DaemonSets, namespaces and storage objects that informers
+// report, kept current by the controllers' event handlers (no periodic
+// LISTs), and handed to the solver as a consistent snapshot.
+//
+// It decides which pods are provisionable (as Karpenter does: marked
+// Unschedulable by kube-scheduler, not bound, not nominated, not owned by a
+// DaemonSet or a Node), pairs NodeClaims with their Nodes, represents
+// NodeClaims that have no Node yet as in-flight capacity, and remembers which
+// pods a recent decision already planned for (nominations, with an expiry on
+// the injected clock) so a later batch does not buy for them again.
+//
+// It imports no client-go or controller-runtime: it is fed plain objects and
+// is tested without an API server.
+package state

@@ -1,0 +1,212 @@
+package state
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
+)
+
+// Snapshot is one consistent view for a provisioning decision. Its objects
+// are shared with the model: read them, never modify them.
+type Snapshot struct {
+	// Pending are the provisionable pods.
+	Pending []*corev1.Pod
+	// Nodes are existing capacity: registered nodes (with their pods) and
+	// launched NodeClaims whose node has not registered yet (InFlight).
+	Nodes []sched.Node
+	// NodePools are the pools that are not being deleted, by name.
+	NodePools []*karpv1.NodePool
+	// Usage is, per NodePool, the capacity of its nodes and launched
+	// NodeClaims, with a "nodes" count.
+	Usage map[string]corev1.ResourceList
+	// Launching are, per NodePool, NodeClaims not launched yet: their
+	// capacity is not known, and a caller counts them by their largest
+	// instance-type option.
+	Launching map[string][]*karpv1.NodeClaim
+	// DaemonSetPods: one pod per DaemonSet, from its template.
+	DaemonSetPods []*corev1.Pod
+	// Namespaces (labels) and storage, for the solver's affinity and volume
+	// topology.
+	Namespaces             map[string]map[string]string
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+}
+
+// Snapshot returns the current view.
+func (c *Cluster) Snapshot() Snapshot {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	snap := Snapshot{Usage: map[string]corev1.ResourceList{}, Launching: map[string][]*karpv1.NodeClaim{}, Namespaces: map[string]map[string]string{}}
+
+	bound := map[string][]*corev1.Pod{}
+	for k, p := range c.pods {
+		switch {
+		case p.Spec.NodeName != "":
+			if !isTerminal(p) {
+				bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+			}
+		case provisionable(p):
+			if until, ok := c.nominated[k]; !ok || !now.Before(until) {
+				snap.Pending = append(snap.Pending, p)
+			}
+		}
+	}
+	slices.SortFunc(snap.Pending, func(a, b *corev1.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+
+	byProviderID := map[string]*corev1.Node{}
+	for _, n := range c.nodes {
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n
+		}
+	}
+	claimed := map[string]bool{}
+	for _, ncName := range sortedKeys(c.nodeClaims, name) {
+		nc := c.nodeClaims[ncName]
+		pool := nc.Labels[karpv1.LabelNodePool]
+		node := byProviderID[nc.Status.ProviderID]
+		if node == nil && nc.Status.NodeName != "" {
+			node = c.nodes[nc.Status.NodeName]
+		}
+		switch {
+		case node != nil:
+			claimed[node.Name] = true
+			snap.Nodes = append(snap.Nodes, sched.Node{
+				Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints, Allocatable: firstNonEmpty(node.Status.Allocatable, nc.Status.Allocatable),
+				Pods: bound[node.Name], NodePool: pool, Initialized: initialized(nc), StartupTaints: nc.Spec.StartupTaints,
+				MarkedForDeletion: isDeleting(node, nc),
+			})
+			addUsage(snap.Usage, pool, firstNonEmpty(node.Status.Capacity, nc.Status.Capacity))
+		case len(nc.Status.Allocatable) > 0:
+			snap.Nodes = append(snap.Nodes, sched.Node{
+				Name: nc.Name, Labels: claimLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
+				NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true, MarkedForDeletion: isDeleting(nil, nc),
+			})
+			addUsage(snap.Usage, pool, nc.Status.Capacity)
+		case nc.DeletionTimestamp == nil && pool != "":
+			snap.Launching[pool] = append(snap.Launching[pool], nc)
+		}
+	}
+	for _, nodeName := range sortedKeys(c.nodes, name) {
+		n := c.nodes[nodeName]
+		if claimed[nodeName] {
+			continue
+		}
+		// A node no NodeClaim accounts for: unmanaged capacity, or a node
+		// whose NodeClaim is gone (its pool still pays for it).
+		pool := n.Labels[karpv1.LabelNodePool]
+		snap.Nodes = append(snap.Nodes, sched.Node{
+			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable,
+			Pods: bound[n.Name], NodePool: pool, Initialized: true, MarkedForDeletion: isDeleting(n, nil),
+		})
+		if pool != "" {
+			addUsage(snap.Usage, pool, n.Status.Capacity)
+		}
+	}
+
+	for _, poolName := range sortedKeys(c.nodePools, name) {
+		if np := c.nodePools[poolName]; np.DeletionTimestamp == nil {
+			snap.NodePools = append(snap.NodePools, np)
+		}
+	}
+	for _, k := range sortedKeys(c.daemonSets, types.NamespacedName.String) {
+		ds := c.daemonSets[k]
+		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		p.Name, p.Namespace = ds.Name, ds.Namespace
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: ptrTo(true)}}
+		snap.DaemonSetPods = append(snap.DaemonSetPods, p)
+	}
+	for ns, l := range c.namespaces {
+		snap.Namespaces[ns] = l
+	}
+	for _, k := range sortedKeys(c.claims, types.NamespacedName.String) {
+		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, c.claims[k])
+	}
+	for _, k := range sortedKeys(c.volumes, name) {
+		snap.PersistentVolumes = append(snap.PersistentVolumes, c.volumes[k])
+	}
+	for _, k := range sortedKeys(c.storageClasses, name) {
+		snap.StorageClasses = append(snap.StorageClasses, c.storageClasses[k])
+	}
+	return snap
+}
+
+// Input turns the snapshot into the solver's input, given each pool's
+// instance types and extra usage (e.g. launching NodeClaims counted by the
+// caller).
+func (s Snapshot) Input(pools []sched.NodePool) sched.Input {
+	return sched.Input{
+		Pods: s.Pending, Nodes: s.Nodes, NodePools: pools, DaemonSetPods: s.DaemonSetPods, Namespaces: s.Namespaces,
+		PersistentVolumeClaims: s.PersistentVolumeClaims, PersistentVolumes: s.PersistentVolumes, StorageClasses: s.StorageClasses,
+	}
+}
+
+// claimLabels: a NodeClaim's labels and its single-valued requirements, the
+// labels its node will carry.
+func claimLabels(nc *karpv1.NodeClaim) map[string]string {
+	labels := map[string]string{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	return labels
+}
+
+// addUsage adds a node's capacity, and one node, to a pool's usage.
+func addUsage(usage map[string]corev1.ResourceList, pool string, capacity corev1.ResourceList) {
+	if pool == "" {
+		return
+	}
+	total := usage[pool]
+	if total == nil {
+		total = corev1.ResourceList{}
+	}
+	for name, q := range capacity {
+		cur := total[name]
+		cur.Add(q)
+		total[name] = cur
+	}
+	nodes := total["nodes"]
+	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	total["nodes"] = nodes
+	usage[pool] = total
+}
+
+func firstNonEmpty(lists ...corev1.ResourceList) corev1.ResourceList {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l
+		}
+	}
+	return nil
+}
+
+// sortedKeys returns m's keys ordered by their string form, for
+// deterministic snapshots.
+func sortedKeys[K comparable, V any](m map[K]V, str func(K) string) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(str(a), str(b)) })
+	return keys
+}
+
+func name(s string) string { return s }
+
+func ptrTo[T any](v T) *T { return &v }
