@@ -1,0 +1,160 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
+)
+
+// Event reasons on pods, as Karpenter's.
+const (
+	ReasonNominated        = "Nominated"
+	ReasonFailedScheduling = "FailedScheduling"
+)
+
+// Options configure a Provisioner.
+type Options struct {
+	// NominationTTL is how long a placed pod is not provisioned for again
+	// while kube-scheduler binds it (Karpenter: max(2 × batch max, 10 s)).
+	NominationTTL time.Duration
+	// MinValuesPolicy is passed to the solver.
+	MinValuesPolicy sched.MinValuesPolicy
+}
+
+// Provisioner makes one provisioning decision at a time.
+type Provisioner struct {
+	kube     client.Client
+	provider cloudprovider.CloudProvider
+	cluster  *state.Cluster
+	recorder record.EventRecorder
+	opts     Options
+}
+
+// NewProvisioner wires a provisioner.
+func NewProvisioner(kube client.Client, provider cloudprovider.CloudProvider, cluster *state.Cluster, recorder record.EventRecorder, opts Options) *Provisioner {
+	if opts.NominationTTL == 0 {
+		opts.NominationTTL = 20 * time.Second
+	}
+	return &Provisioner{kube: kube, provider: provider, cluster: cluster, recorder: recorder, opts: opts}
+}
+
+// Provision decides for the pods pending now and creates the NodeClaims the
+// plan calls for. It returns the NodeClaims created.
+func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	snap := p.cluster.Snapshot()
+	if len(snap.Pending) == 0 {
+		return nil, nil
+	}
+	pools, byName, err := p.pools(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	in := snap.Input(pools)
+	in.MinValuesPolicy = p.opts.MinValuesPolicy
+	plan := sched.Solve(in)
+
+	var created []*karpv1.NodeClaim
+	var errs []error
+	for _, planned := range plan.NodeClaims {
+		nc := NodeClaimFor(byName[planned.NodePool], planned)
+		if err := p.kube.Create(ctx, nc); err != nil {
+			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", planned.NodePool, err))
+			continue
+		}
+		created = append(created, nc)
+		p.cluster.UpdateNodeClaim(nc) // count it before the informer does
+		p.cluster.Nominate(planned.Pods, p.opts.NominationTTL)
+		for _, pod := range planned.Pods {
+			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
+		}
+	}
+	for _, placed := range plan.Existing {
+		p.cluster.Nominate(placed.Pods, p.opts.NominationTTL)
+		for _, pod := range placed.Pods {
+			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: node/%s", placed.Node)
+		}
+	}
+	for _, u := range plan.Unschedulable {
+		p.recorder.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
+	}
+	return created, errors.Join(errs...)
+}
+
+// pools gathers the NodePools this provider serves and that are not marked
+// not Ready, with their instance types and usage: the capacity the snapshot
+// knows, plus each NodeClaim not launched yet counted by its largest
+// instance-type option, so limits hold across batches.
+func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
+	var out []sched.NodePool
+	byName := map[string]*karpv1.NodePool{}
+	for _, np := range snap.NodePools {
+		if !cloudprovider.Manages(p.provider, np.Spec.Template.Spec.NodeClassRef) {
+			continue
+		}
+		if c := meta.FindStatusCondition(np.Status.Conditions, karpv1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+			continue
+		}
+		types, err := p.provider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			continue // Karpenter skips a pool whose instance types cannot be read
+		}
+		usage := snap.Usage[np.Name].DeepCopy()
+		for _, nc := range snap.Launching[np.Name] {
+			usage = addLargestOption(usage, nc, types)
+		}
+		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: usage})
+		byName[np.Name] = np
+	}
+	return out, byName, nil
+}
+
+// addLargestOption adds the capacity of the largest instance type a
+// launching NodeClaim may become, and one node.
+func addLargestOption(usage corev1.ResourceList, nc *karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
+	if usage == nil {
+		usage = corev1.ResourceList{}
+	}
+	var options []string
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			options = r.Values
+		}
+	}
+	largest := corev1.ResourceList{}
+	for _, it := range types {
+		if len(options) > 0 && !slices.Contains(options, it.Name) {
+			continue
+		}
+		for name, q := range it.Capacity {
+			if cur, ok := largest[name]; !ok || q.Cmp(cur) > 0 {
+				largest[name] = q
+			}
+		}
+	}
+	for name, q := range largest {
+		cur := usage[name]
+		cur.Add(q)
+		usage[name] = cur
+	}
+	nodes := usage["nodes"]
+	nodes.Add(*resourceOne())
+	usage["nodes"] = nodes
+	return usage
+}
