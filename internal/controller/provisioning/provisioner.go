@@ -33,6 +33,8 @@ type Options struct {
 	NominationTTL time.Duration
 	// MinValuesPolicy is passed to the solver.
 	MinValuesPolicy sched.MinValuesPolicy
+	// Unavailable offerings (refused launches) are avoided; nil: none.
+	Unavailable *state.UnavailableOfferings
 }
 
 // Provisioner makes one provisioning decision at a time.
@@ -65,6 +67,9 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	}
 	in := snap.Input(pools)
 	in.MinValuesPolicy = p.opts.MinValuesPolicy
+	if p.opts.Unavailable != nil {
+		in.Unavailable = p.opts.Unavailable.IsUnavailable
+	}
 	plan := sched.Solve(in)
 
 	var created []*karpv1.NodeClaim

@@ -1,0 +1,255 @@
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
+)
+
+// Field indexes the controller looks objects up by.
+const (
+	NodeProviderIDIndex      = "spec.providerID"
+	NodeClaimProviderIDIndex = "status.providerID"
+)
+
+// Event reasons, as Karpenter's.
+const (
+	ReasonInsufficientCapacity = "InsufficientCapacityError"
+	ReasonNodeClassNotReady    = "NodeClassNotReady"
+	ReasonLivenessExpired      = "Liveness"
+)
+
+// Controller is the NodeClaim lifecycle reconciler.
+type Controller struct {
+	kube        client.Client
+	provider    cloudprovider.CloudProvider
+	clock       clock.Clock
+	unavailable *state.UnavailableOfferings
+	recorder    record.EventRecorder
+}
+
+// New wires the controller.
+func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, unavailable *state.UnavailableOfferings, recorder record.EventRecorder) *Controller {
+	return &Controller{kube: kube, provider: provider, clock: clk, unavailable: unavailable, recorder: recorder}
+}
+
+// IndexFields registers the provider-ID indexes on Nodes and NodeClaims.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Node{}, NodeProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return fmt.Errorf("indexing nodes by provider ID: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimProviderIDIndex, func(o client.Object) []string {
+		return []string{o.(*karpv1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by provider ID: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler, woken by NodeClaims and by
+// the Nodes that register for them.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
+		Complete(c)
+}
+
+func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
+	}
+	return out
+}
+
+// Reconcile moves one NodeClaim along its lifecycle.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil || !cloudprovider.Manages(c.provider, nc.Spec.NodeClassRef) {
+		return reconcile.Result{}, nil
+	}
+	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
+		patch := client.MergeFrom(nc.DeepCopy())
+		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+		if err := c.kube.Patch(ctx, nc, patch); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the termination finalizer to nodeclaim %s: %w", nc.Name, err)
+		}
+	}
+	if why := Expired(nc, c.clock.Now()); why != "" {
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonLivenessExpired, "Deleting nodeclaim: %s", why)
+		return reconcile.Result{}, c.delete(ctx, nc)
+	}
+	before := nc.DeepCopy()
+	if !isTrue(nc, karpv1.ConditionTypeLaunched) {
+		if done, err := c.launch(ctx, nc); done || err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	var node *corev1.Node
+	if isTrue(nc, karpv1.ConditionTypeLaunched) {
+		var err error
+		if node, err = c.register(ctx, nc); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if node != nil && !isTrue(nc, karpv1.ConditionTypeInitialized) {
+		if err := c.initialize(ctx, nc, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	ready := isTrue(nc, karpv1.ConditionTypeLaunched) && isTrue(nc, karpv1.ConditionTypeRegistered) && isTrue(nc, karpv1.ConditionTypeInitialized)
+	c.setCondition(nc, karpv1.ConditionTypeReady, ready, "NotReady", "the node has not launched, registered and initialized yet")
+	if !equality.Semantic.DeepEqual(before.Status, nc.Status) {
+		if err := c.kube.Status().Update(ctx, nc); err != nil {
+			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
+		}
+	}
+	if !ready {
+		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // liveness, and nodes that change silently
+	}
+	return reconcile.Result{}, nil
+}
+
+// launch creates the instance; done means the NodeClaim was deleted.
+func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (done bool, err error) {
+	launched, err := c.provider.Create(ctx, nc)
+	switch {
+	case cloudprovider.IsInsufficientCapacityError(err):
+		for _, o := range cloudprovider.RefusedOfferings(err) {
+			c.unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType)
+		}
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInsufficientCapacity, "NodeClaim %s event: %s", nc.Name, err)
+		return true, c.delete(ctx, nc)
+	case cloudprovider.IsNodeClassNotReadyError(err):
+		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClassNotReady, "NodeClaim %s event: %s", nc.Name, err)
+		return true, c.delete(ctx, nc)
+	case err != nil:
+		c.setCondition(nc, karpv1.ConditionTypeLaunched, false, "LaunchFailed", truncate(err.Error(), 300))
+		if serr := c.kube.Status().Update(ctx, nc); serr != nil {
+			return false, fmt.Errorf("launching nodeclaim %s: %w (and recording it: %v)", nc.Name, err, serr)
+		}
+		return false, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+	}
+	patch := client.MergeFrom(nc.DeepCopy())
+	for k, v := range launched.Labels {
+		if nc.Labels == nil {
+			nc.Labels = map[string]string{}
+		}
+		nc.Labels[k] = v
+	}
+	if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		return false, fmt.Errorf("labelling launched nodeclaim %s: %w", nc.Name, err)
+	}
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	c.setCondition(nc, karpv1.ConditionTypeLaunched, true, "", "")
+	return false, nil
+}
+
+// register finds the node and, the first time, syncs it; it returns the
+// node once registered.
+func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.MatchingFields{NodeProviderIDIndex: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("finding the node of nodeclaim %s: %w", nc.Name, err)
+	}
+	switch len(nodes.Items) {
+	case 0:
+		c.setCondition(nc, karpv1.ConditionTypeRegistered, false, "NodeNotFound", "no node has registered with provider ID "+nc.Status.ProviderID)
+		return nil, nil
+	case 1:
+	default:
+		c.setCondition(nc, karpv1.ConditionTypeRegistered, false, "MultipleNodesFound", fmt.Sprintf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID))
+		return nil, nil
+	}
+	node := &nodes.Items[0]
+	if isTrue(nc, karpv1.ConditionTypeRegistered) {
+		return node, nil // synced once, at registration; agents own the node's taints since
+	}
+	if synced := SyncedNode(nc, node); !equality.Semantic.DeepEqual(synced, node) {
+		if err := c.kube.Patch(ctx, synced, client.MergeFrom(node)); err != nil {
+			return nil, fmt.Errorf("registering node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
+		}
+		node = synced
+	}
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, karpv1.ConditionTypeRegistered, true, "", "")
+	return node, nil
+}
+
+// initialize marks the claim (and node) initialized once the node is ready.
+func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node *corev1.Node) error {
+	if reason, message := NotInitialized(nc, node); reason != "" {
+		c.setCondition(nc, karpv1.ConditionTypeInitialized, false, reason, message)
+		return nil
+	}
+	if node.Labels[karpv1.LabelNodeInitialized] != "true" {
+		patched := node.DeepCopy()
+		patched.Labels[karpv1.LabelNodeInitialized] = "true"
+		if err := c.kube.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+			return fmt.Errorf("marking node %s initialized: %w", node.Name, err)
+		}
+	}
+	c.setCondition(nc, karpv1.ConditionTypeInitialized, true, "", "")
+	return nil
+}
+
+// setCondition sets a condition True, or Unknown with a reason and message.
+func (c *Controller) setCondition(nc *karpv1.NodeClaim, t string, ok bool, reason, message string) {
+	cond := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation}
+	if !ok {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, reason, message
+	}
+	if existing := meta.FindStatusCondition(nc.Status.Conditions, t); existing != nil && existing.Status == cond.Status {
+		cond.LastTransitionTime = existing.LastTransitionTime
+	} else {
+		cond.LastTransitionTime = metav1.NewTime(c.clock.Now())
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, cond)
+}
+
+func (c *Controller) delete(ctx context.Context, nc *karpv1.NodeClaim) error {
+	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
