@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sched"
+)
+
+// envDefault returns the environment variable, or def.
+func envDefault(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func newControllerCommand() *cobra.Command {
+	var (
+		kubeconfig, cloudProvider, catalogFile, minValues, logLevel string
+		metricsAddr, healthAddr, leaderNamespace                    string
+		batchIdle, batchMax, registrationDelay                      time.Duration
+		leaderElect, kwokKubelet                                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run Nodewright's controllers against a cluster",
+		Long: `Runs the controllers against the cluster of --kubeconfig (or the in-cluster config): pods
+kube-scheduler cannot place become NodeClaims, NodeClaims become nodes through the cloud
+provider, and nodes are registered and initialized. Every flag can also be set by the
+environment variable named in its help; the flag wins.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			policy := sched.MinValuesPolicy(minValues)
+			if policy != sched.MinValuesStrict && policy != sched.MinValuesBestEffort {
+				return fmt.Errorf("--min-values-policy %q: want Strict or BestEffort", minValues)
+			}
+			if batchIdle <= 0 || batchMax < batchIdle {
+				return fmt.Errorf("--batch-idle-duration %s and --batch-max-duration %s: want 0 < idle <= max", batchIdle, batchMax)
+			}
+			level, err := zapcore.ParseLevel(logLevel)
+			if err != nil {
+				return fmt.Errorf("--log-level %q: %w", logLevel, err)
+			}
+			types, err := loadCatalog(catalogFile)
+			if err != nil {
+				return err
+			}
+			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("loading the cluster configuration: %w", err)
+			}
+			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
+				CloudProvider: cloudProvider, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
+				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy,
+				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
+				Logger: zap.New(zap.Level(level), zap.JSONEncoder()),
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig file (env KUBECONFIG; default: in-cluster)")
+	f.StringVar(&cloudProvider, "cloud-provider", envDefault("CLOUD_PROVIDER", "kwok"), "cloud provider: kwok (env CLOUD_PROVIDER)")
+	f.StringVar(&catalogFile, "catalog", envDefault("INSTANCE_TYPES_FILE_PATH", ""), "instance-type catalog for the kwok provider (env INSTANCE_TYPES_FILE_PATH; default: the embedded AWS-like catalog)")
+	f.DurationVar(&batchIdle, "batch-idle-duration", durationEnv("BATCH_IDLE_DURATION", time.Second), "a provisioning window closes after this long without new pending pods (env BATCH_IDLE_DURATION)")
+	f.DurationVar(&batchMax, "batch-max-duration", durationEnv("BATCH_MAX_DURATION", 10*time.Second), "a provisioning window closes after this long at most (env BATCH_MAX_DURATION)")
+	f.StringVar(&minValues, "min-values-policy", envDefault("MIN_VALUES_POLICY", string(sched.MinValuesStrict)), "Strict or BestEffort (env MIN_VALUES_POLICY)")
+	f.StringVar(&metricsAddr, "metrics-bind-address", envDefault("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address, 0 to disable (env METRICS_BIND_ADDRESS)")
+	f.StringVar(&healthAddr, "health-probe-bind-address", envDefault("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "/healthz and /readyz address, 0 to disable (env HEALTH_PROBE_BIND_ADDRESS)")
+	f.BoolVar(&leaderElect, "leader-elect", boolEnv("LEADER_ELECT", true), "elect a leader among replicas (env LEADER_ELECT)")
+	f.StringVar(&leaderNamespace, "leader-election-namespace", envDefault("LEADER_ELECTION_NAMESPACE", "kube-system"), "namespace of the leader-election lease (env LEADER_ELECTION_NAMESPACE)")
+	f.BoolVar(&kwokKubelet, "kwok-kubelet", boolEnv("KWOK_KUBELET", true), "emulate the kubelet of kwok nodes: Ready, pods Running (env KWOK_KUBELET)")
+	f.DurationVar(&registrationDelay, "kwok-registration-delay", durationEnv("KWOK_REGISTRATION_DELAY", 0), "how long a kwok node takes to turn Ready (env KWOK_REGISTRATION_DELAY)")
+	f.StringVar(&logLevel, "log-level", envDefault("LOG_LEVEL", "info"), "debug, info or error (env LOG_LEVEL)")
+	return cmd
+}
+
+// durationEnv and boolEnv parse an environment default; a malformed value
+// is reported when flags are parsed, by making the default unusable.
+func durationEnv(name string, def time.Duration) time.Duration {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %s=%q is not a duration\n", name, v)
+		os.Exit(1)
+	}
+	return d
+}
+
+func boolEnv(name string, def bool) bool {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %s=%q is not a boolean\n", name, v)
+		os.Exit(1)
+	}
+	return b
+}

@@ -1,0 +1,39 @@
+package provisioning
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Loop returns the provisioning runnable: wait for a batch window, decide,
+// repeat. Every resync it also looks again (in memory, no LIST), so pods
+// whose nomination lapsed are not forgotten. It runs only on the leader.
+func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		const resync = 10 * time.Second
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-clk.After(resync):
+					b.Trigger()
+				}
+			}
+		}()
+		for b.Wait(ctx) {
+			created, err := p.Provision(ctx)
+			if err != nil {
+				log.Error(err, "provisioning")
+			}
+			if len(created) > 0 {
+				log.Info("created nodeclaims", "count", len(created))
+			}
+		}
+		return nil
+	})
+}

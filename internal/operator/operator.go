@@ -1,0 +1,139 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
+	"github.com/nodewright/nodewright/internal/controller/provisioning"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
+	cpmetrics "github.com/nodewright/nodewright/pkg/cloudprovider/metrics"
+	"github.com/nodewright/nodewright/providers/kwok"
+)
+
+// Config is everything Run needs; `nodewright controller` fills it from
+// flags and environment variables.
+type Config struct {
+	// CloudProvider names the provider; only "kwok" exists so far.
+	CloudProvider string
+	// InstanceTypes for the kwok provider.
+	InstanceTypes []catalog.InstanceType
+	// KWOKKubelet emulates the kubelet of kwok nodes (Ready, pods Running).
+	KWOKKubelet       bool
+	RegistrationDelay time.Duration
+	// BatchIdle and BatchMax shape provisioning windows.
+	BatchIdle, BatchMax time.Duration
+	MinValuesPolicy     sched.MinValuesPolicy
+	// MetricsAddr and HealthAddr are listen addresses ("0" disables).
+	MetricsAddr, HealthAddr string
+	// LeaderElection with the lease in LeaderElectionNamespace.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	Logger                  logr.Logger
+	// Clock is the real clock in production; tests may inject another.
+	Clock clock.Clock
+}
+
+// Scheme knows the core kinds and Nodewright's.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme, kwokv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Run runs the controllers until ctx ends.
+func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
+	if conf.CloudProvider != "kwok" {
+		return fmt.Errorf("cloud provider %q: only kwok is available", conf.CloudProvider)
+	}
+	if conf.Clock == nil {
+		conf.Clock = clock.RealClock{}
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(conf.Logger)
+	mgr, err := ctrl.NewManager(restConfig, manager.Options{
+		Scheme:                  scheme,
+		Logger:                  conf.Logger,
+		Metrics:                 metricsserver.Options{BindAddress: conf.MetricsAddr},
+		HealthProbeBindAddress:  conf.HealthAddr,
+		LeaderElection:          conf.LeaderElection,
+		LeaderElectionID:        "nodewright-leader-election",
+		LeaderElectionNamespace: conf.LeaderElectionNamespace,
+	})
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+
+	kube := mgr.GetClient()
+	kwokProvider := kwok.New(kube, conf.InstanceTypes)
+	cpm, err := cpmetrics.New(ctrlmetrics.Registry)
+	if err != nil && !isAlreadyRegistered(err) {
+		return fmt.Errorf("registering cloudprovider metrics: %w", err)
+	}
+	var provider cloudprovider.CloudProvider = kwokProvider
+	if cpm != nil {
+		provider = cpm.Decorate(kwokProvider)
+	}
+	if conf.KWOKKubelet {
+		if err := kwok.NewKubelet(kube, conf.Clock, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+
+	cluster := state.NewCluster(conf.Clock)
+	unavailable := state.NewUnavailableOfferings(conf.Clock, state.DefaultUnavailableTTL)
+	if err := nodeclaim.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
+	}
+	batcher := provisioning.NewBatcher(conf.Clock, conf.BatchIdle, conf.BatchMax)
+	if err := feed(ctx, mgr.GetCache(), cluster, batcher.Trigger, batcher.Trigger); err != nil {
+		return err
+	}
+	provisioner := provisioning.NewProvisioner(kube, provider, cluster, mgr.GetEventRecorderFor("karpenter"), provisioning.Options{
+		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable,
+	})
+	if err := mgr.Add(provisioning.Loop(provisioner, batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func isAlreadyRegistered(err error) bool {
+	_, ok := err.(prometheus.AlreadyRegisteredError)
+	return ok
+}

@@ -1,0 +1,246 @@
+//go:build integration
+
+// Package provisioning_test runs Nodewright's controllers against a real
+// control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler) with the kwok provider: pods go Pending, NodeClaims are
+// created, nodes register, and kube-scheduler binds every pod.
+package provisioning_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/api/crds"
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/test/integration/controlplane"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := controlplane.FindBinDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	names, files, err := crds.Files()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var manifests [][]byte
+	for _, n := range names {
+		manifests = append(manifests, files[n])
+	}
+	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: dir, ControllerManager: true, Scheduler: true, CRDs: manifests})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting control plane:", err)
+		return 1
+	}
+	defer func() { _ = cp.Stop() }()
+	return m.Run()
+}
+
+// testCatalog: three general types, on-demand and spot in three zones.
+func testCatalog(t *testing.T) []catalog.InstanceType {
+	t.Helper()
+	var entries string
+	for i, size := range []int{2, 4, 8} {
+		if i > 0 {
+			entries += ","
+		}
+		price := 0.05 * float64(size)
+		entries += fmt.Sprintf(`{"name": "c-%dx-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
+		  "resources": {"cpu": "%d", "memory": "%dGi", "pods": "110"}, "offerings": [
+		  {"capacityType": "on-demand", "zone": "zone-a", "price": %g}, {"capacityType": "on-demand", "zone": "zone-b", "price": %g},
+		  {"capacityType": "on-demand", "zone": "zone-c", "price": %g}, {"capacityType": "spot", "zone": "zone-a", "price": %g},
+		  {"capacityType": "spot", "zone": "zone-b", "price": %g}, {"capacityType": "spot", "zone": "zone-c", "price": %g}]}`,
+			size, size, 4*size, price, price, price, price*0.7, price*0.7, price*0.7)
+	}
+	types, err := catalog.Parse("test", []byte("["+entries+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
+}
+
+func nodePool() *karpv1.NodePool {
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
+	np.Spec.Template.ObjectMeta.Labels = map[string]string{"node-type": "web"}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{
+		{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+	}
+	return np
+}
+
+// deployment: replicas pods requesting cpu, selecting node-type=web, spread
+// over zones with the other deployments (one app label).
+func deployment(name, cpu string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "web", "tier": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"node-type": "web"},
+					TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
+						MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+						LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": name}},
+					}},
+					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("512Mi")}}}},
+				},
+			},
+		},
+	}
+}
+
+func TestPendingPodsGetNodesAndRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := testCatalog(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, cp.Config, operator.Config{
+			CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: time.Second,
+			BatchIdle: 2 * time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
+			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(),
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controllers: %v", err)
+		}
+	}()
+
+	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Create(ctx, nodePool()); err != nil {
+		t.Fatal(err)
+	}
+	deployments := []*appsv1.Deployment{deployment("small", "250m", 10), deployment("medium", "1", 10), deployment("large", "2", 10)}
+	for _, d := range deployments {
+		if err := kube.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Every pod runs on a Nodewright node.
+	var pods corev1.PodList
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+			return false, err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 30, nil
+	})
+	if err != nil {
+		t.Fatalf("not all 30 pods are running: %v", summarize(pods))
+	}
+	var nodes corev1.NodeList
+	if err := kube.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	nodeZone := map[string]string{}
+	for _, n := range nodes.Items {
+		if n.Labels[karpv1.LabelNodePool] != "web" || n.Labels["node-type"] != "web" || n.Labels[karpv1.LabelNodeInitialized] != "true" {
+			t.Errorf("node %s: labels %v", n.Name, n.Labels)
+		}
+		nodeZone[n.Name] = n.Labels[corev1.LabelTopologyZone]
+	}
+	perZone := map[string]map[string]int{}
+	for _, p := range pods.Items {
+		tier := p.Labels["tier"]
+		if perZone[tier] == nil {
+			perZone[tier] = map[string]int{}
+		}
+		perZone[tier][nodeZone[p.Spec.NodeName]]++
+	}
+	for tier, zones := range perZone {
+		lo, hi := 100, 0
+		for _, z := range []string{"zone-a", "zone-b", "zone-c"} {
+			lo, hi = min(lo, zones[z]), max(hi, zones[z])
+		}
+		if hi-lo > 1 {
+			t.Errorf("tier %s spreads %v over zones, skew above 1", tier, zones)
+		}
+	}
+
+	// As many nodes as the solver plans for the same pods: no second wave.
+	want := plannedNodes(t, deployments, types)
+	var claims karpv1.NodeClaimList
+	if err := kube.List(ctx, &claims); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d pods running on %d nodes (%d NodeClaims; the plan has %d); per tier and zone %v", len(pods.Items), len(nodes.Items), len(claims.Items), want, perZone)
+	if len(nodes.Items) != want || len(claims.Items) != want {
+		t.Errorf("%d nodes and %d NodeClaims, want the %d the solver plans for these pods", len(nodes.Items), len(claims.Items), want)
+	}
+}
+
+func plannedNodes(t *testing.T, deployments []*appsv1.Deployment, types []catalog.InstanceType) int {
+	t.Helper()
+	var pods []*corev1.Pod
+	for _, d := range deployments {
+		for i := range *d.Spec.Replicas {
+			p := &corev1.Pod{ObjectMeta: *d.Spec.Template.ObjectMeta.DeepCopy(), Spec: *d.Spec.Template.Spec.DeepCopy()}
+			p.Name, p.Namespace = fmt.Sprintf("%s-%d", d.Name, i), "default"
+			pods = append(pods, p)
+		}
+	}
+	its := make([]*catalog.InstanceType, len(types))
+	for i := range types {
+		its[i] = &types[i]
+	}
+	plan := sched.Solve(sched.Input{Pods: pods, NodePools: []sched.NodePool{{NodePool: nodePool(), InstanceTypes: its}}})
+	if len(plan.Unschedulable) > 0 {
+		t.Fatalf("the plan leaves pods unschedulable: %+v", plan.Unschedulable)
+	}
+	return len(plan.NodeClaims)
+}
+
+func summarize(pods corev1.PodList) map[string]int {
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		out[string(p.Status.Phase)+"/"+p.Spec.NodeName]++
+	}
+	return out
+}
