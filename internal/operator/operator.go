@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,6 +23,7 @@ import (
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
+	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -51,6 +53,9 @@ type Config struct {
 	Logger                  logr.Logger
 	// Clock is the real clock in production; tests may inject another.
 	Clock clock.Clock
+	// Embedded allows more than one Run in a process (tests, the
+	// simulator): controller names need not be unique process-wide.
+	Embedded bool
 }
 
 // Scheme knows the core kinds and Nodewright's.
@@ -85,6 +90,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		LeaderElection:          conf.LeaderElection,
 		LeaderElectionID:        "nodewright-leader-election",
 		LeaderElectionNamespace: conf.LeaderElectionNamespace,
+		Controller:              config.Controller{SkipNameValidation: &conf.Embedded},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -119,6 +125,12 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	}
 	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
+	}
+	if err := termination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := termination.New(kube, provider, conf.Clock, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
+		return err
 	}
 	batcher := provisioning.NewBatcher(conf.Clock, conf.BatchIdle, conf.BatchMax)
 	if err := feed(ctx, mgr.GetCache(), cluster, batcher.Trigger, batcher.Trigger); err != nil {

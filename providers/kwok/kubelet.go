@@ -31,8 +31,9 @@ var DefaultKubeletOptions = KubeletOptions{HeartbeatInterval: time.Minute}
 
 // Kubelet plays the kubelet of kwok nodes: it reports them Ready once the
 // registration delay has passed (and keeps the heartbeat fresh), removes the
-// node.kubernetes.io/not-ready taints the API server put on them, and runs
-// the pods bound to them (phase Running, conditions True).
+// node.kubernetes.io/not-ready taints the API server put on them, runs the
+// pods bound to them (phase Running, conditions True), and finishes pods
+// being deleted (their containers stop at once).
 type Kubelet struct {
 	kube  client.Client
 	clock clock.Clock
@@ -61,7 +62,7 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	bound := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
-		return ok && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending
+		return ok && p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil)
 	})
 	if err := ctrl.NewControllerManagedBy(mgr).Named("kwok.kubelet.pod").
 		For(&corev1.Pod{}, builder.WithPredicates(bound)).
@@ -154,6 +155,13 @@ func (k *Kubelet) reconcilePod(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
 		return reconcile.Result{}, nil // a real kubelet's pod
+	}
+	if pod.DeletionTimestamp != nil {
+		// The containers have stopped: remove the pod, as a kubelet does.
+		if err := k.kube.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("finishing pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return reconcile.Result{}, nil
 	}
 	running := RunningPod(pod, k.clock.Now())
 	if running == nil {

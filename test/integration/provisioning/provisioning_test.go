@@ -118,9 +118,11 @@ func deployment(name, cpu string, replicas int32) *appsv1.Deployment {
 	}
 }
 
-func TestPendingPodsGetNodesAndRun(t *testing.T) {
+// startControllers runs Nodewright's controllers against the control plane
+// until the test ends, and returns an admin client.
+func startControllers(t *testing.T, types []catalog.InstanceType) client.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	scheme, err := operator.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -129,25 +131,36 @@ func TestPendingPodsGetNodesAndRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := testCatalog(t)
 	done := make(chan error, 1)
 	go func() {
 		done <- operator.Run(ctx, cp.Config, operator.Config{
 			CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: time.Second,
 			BatchIdle: 2 * time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
-			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(),
+			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(), Embedded: true,
 		})
 	}()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("controllers: %v", err)
 		}
-	}()
+	})
+	return kube
+}
 
-	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
+// ensureNodeClass creates the KWOKNodeClass once.
+func ensureNodeClass(ctx context.Context, t *testing.T, kube client.Client) {
+	t.Helper()
+	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestPendingPodsGetNodesAndRun(t *testing.T) {
+	ctx := context.Background()
+	types := testCatalog(t)
+	kube := startControllers(t, types)
+	ensureNodeClass(ctx, t, kube)
 	if err := kube.Create(ctx, nodePool()); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +173,7 @@ func TestPendingPodsGetNodesAndRun(t *testing.T) {
 
 	// Every pod runs on a Nodewright node.
 	var pods corev1.PodList
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
 			return false, err
 		}
@@ -176,7 +189,7 @@ func TestPendingPodsGetNodesAndRun(t *testing.T) {
 		t.Fatalf("not all 30 pods are running: %v", summarize(pods))
 	}
 	var nodes corev1.NodeList
-	if err := kube.List(ctx, &nodes); err != nil {
+	if err := kube.List(ctx, &nodes, client.MatchingLabels{karpv1.LabelNodePool: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	nodeZone := map[string]string{}
@@ -207,7 +220,7 @@ func TestPendingPodsGetNodesAndRun(t *testing.T) {
 	// As many nodes as the solver plans for the same pods: no second wave.
 	want := plannedNodes(t, deployments, types)
 	var claims karpv1.NodeClaimList
-	if err := kube.List(ctx, &claims); err != nil {
+	if err := kube.List(ctx, &claims, client.MatchingLabels{karpv1.LabelNodePool: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d pods running on %d nodes (%d NodeClaims; the plan has %d); per tier and zone %v", len(pods.Items), len(nodes.Items), len(claims.Items), want, perZone)

@@ -1,0 +1,13 @@
+// Package termination owns taking nodes away safely. A deleting NodeClaim
+// gets its termination deadline (deletion time plus the NodeClaim's
+// terminationGracePeriod), its Node is deleted and waited for, the instance
+// is deleted through the provider until it is gone, and the finalizer is
+// removed. A deleting Node is tainted karpenter.sh/disrupted:NoSchedule and
+// drained through the Eviction API, so PodDisruptionBudgets hold: in tiers
+// (non-critical pods, then non-critical DaemonSet pods, then critical pods,
+// then critical DaemonSet pods), waiting on karpenter.sh/do-not-disrupt pods
+// instead of evicting them, and deleting pods outright only once the
+// deadline leaves them no time to terminate gracefully. Then the instance is
+// deleted and the Node's finalizer removed. The drain plan is a pure
+// function of the pods, the time and the deadline.
+package termination
