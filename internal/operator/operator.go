@@ -22,6 +22,7 @@ import (
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
+	"github.com/nodewright/nodewright/internal/controller/nodepool"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -125,6 +126,9 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	}
 	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
+	}
+	if err := nodepool.New(kube, conf.Clock).SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the nodepool status controller: %w", err)
 	}
 	if err := termination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,8 +98,8 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	return created, errors.Join(errs...)
 }
 
-// pools gathers the NodePools this provider serves and that are not marked
-// not Ready, with their instance types and usage: the capacity the snapshot
+// pools gathers the Ready NodePools this provider serves, with their
+// instance types and usage: the capacity the snapshot
 // knows, plus each NodeClaim not launched yet counted by its largest
 // instance-type option, so limits hold across batches.
 func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
@@ -110,8 +109,8 @@ func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.N
 		if !cloudprovider.Manages(p.provider, np.Spec.Template.Spec.NodeClassRef) {
 			continue
 		}
-		if c := meta.FindStatusCondition(np.Status.Conditions, karpv1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
-			continue
+		if !meta.IsStatusConditionTrue(np.Status.Conditions, karpv1.ConditionTypeReady) {
+			continue // as in Karpenter, only Ready pools launch (see the nodepool controller)
 		}
 		types, err := p.provider.GetInstanceTypes(ctx, np)
 		if err != nil {

@@ -65,6 +65,7 @@ func kwokPool(name string, mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
 	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"}
 	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
 	np.Spec.Template.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	np.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", LastTransitionTime: metav1.Now()}}
 	for _, m := range mutate {
 		m(np)
 	}

@@ -257,3 +257,57 @@ func summarize(pods corev1.PodList) map[string]int {
 	}
 	return out
 }
+
+// A NodePool whose NodeClass does not exist is not Ready and launches
+// nothing; its pods stay pending with a reason.
+func TestNodePoolWithMissingNodeClassProvisionsNothing(t *testing.T) {
+	ctx := context.Background()
+	kube := startControllers(t, testCatalog(t))
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "orphan"}}
+	np.Spec.Template.ObjectMeta.Labels = map[string]string{"node-type": "orphan"}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "does-not-exist"}
+	np.Spec.Template.Spec.Requirements = []karpv1.NodeSelectorRequirementWithMinValues{{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}}}
+	if err := kube.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+			return false, err
+		}
+		for _, c := range np.Status.Conditions {
+			if c.Type == "Ready" && c.Status == metav1.ConditionFalse && c.Reason == "NodeClassNotFound" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the NodePool never became not Ready for its missing NodeClass: %+v", np.Status.Conditions)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stranded", Namespace: "default"}, Spec: corev1.PodSpec{
+		NodeSelector: map[string]string{"node-type": "orphan"},
+		Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+	}}
+	if err := kube.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(8 * time.Second) // several batch windows
+	var claims karpv1.NodeClaimList
+	if err := kube.List(ctx, &claims, client.MatchingLabels{karpv1.LabelNodePool: "orphan"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims.Items) != 0 {
+		t.Errorf("%d NodeClaims from a NodePool whose NodeClass is missing", len(claims.Items))
+	}
+	var events corev1.EventList
+	if err := kube.List(ctx, &events, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range events.Items {
+		found = found || (e.InvolvedObject.Name == "stranded" && e.Reason == "FailedScheduling" && e.Source.Component == "karpenter")
+	}
+	if !found {
+		t.Error("no FailedScheduling event from Nodewright on the stranded pod")
+	}
+}

@@ -1,0 +1,155 @@
+package nodepool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+)
+
+// Controller maintains NodePool status.
+type Controller struct {
+	kube  client.Client
+	clock clock.Clock
+}
+
+// New wires the controller.
+func New(kube client.Client, clk clock.Clock) *Controller { return &Controller{kube: kube, clock: clk} }
+
+// SetupWithManager registers the reconciler, woken by NodePools, their
+// nodes and NodeClasses.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.status").
+		For(&karpv1.NodePool{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode)).
+		Watches(&kwokv1alpha1.KWOKNodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfNodeClass)).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfNodeClass)).
+		Complete(c)
+}
+
+func poolOfNode(_ context.Context, o client.Object) []reconcile.Request {
+	if pool := o.GetLabels()[karpv1.LabelNodePool]; pool != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
+	}
+	return nil
+}
+
+func (c *Controller) poolsOfNodeClass(ctx context.Context, o client.Object) []reconcile.Request {
+	pools := &karpv1.NodePoolList{}
+	if err := c.kube.List(ctx, pools); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, np := range pools.Items {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: np.Name}})
+		}
+	}
+	return out
+}
+
+// Reconcile recomputes one NodePool's status.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &karpv1.NodePool{}
+	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	class, err := c.nodeClass(ctx, np.Spec.Template.Spec.NodeClassRef)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	before := np.Status.DeepCopy()
+	for _, cond := range Conditions(np, class) {
+		if existing := meta.FindStatusCondition(np.Status.Conditions, cond.Type); existing != nil && existing.Status == cond.Status {
+			cond.LastTransitionTime = existing.LastTransitionTime
+		} else {
+			cond.LastTransitionTime = metav1.NewTime(c.clock.Now())
+		}
+		meta.SetStatusCondition(&np.Status.Conditions, cond)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.MatchingLabels{karpv1.LabelNodePool: np.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing the nodes of nodepool %s: %w", np.Name, err)
+	}
+	np.Status.Resources = Resources(nodes.Items)
+	count := int64(len(nodes.Items))
+	np.Status.Nodes = &count
+	if !equality.Semantic.DeepEqual(before, &np.Status) {
+		if err := c.kube.Status().Update(ctx, np); err != nil {
+			return reconcile.Result{}, fmt.Errorf("updating nodepool %s status: %w", np.Name, err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// Resources sums the nodes' capacity; cpu, memory, pods, ephemeral-storage
+// and nodes are always present.
+func Resources(nodes []corev1.Node) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage, "nodes"} {
+		out[name] = resource.MustParse("0")
+	}
+	for _, n := range nodes {
+		for name, q := range n.Status.Capacity {
+			cur := out[name]
+			cur.Add(q)
+			out[name] = cur
+		}
+	}
+	out["nodes"] = *resource.NewQuantity(int64(len(nodes)), resource.DecimalSI)
+	return out
+}
+
+// nodeClass reads the referenced NodeClass whatever its kind.
+func (c *Controller) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (NodeClassState, error) {
+	if ref == nil {
+		return NodeClassState{}, nil
+	}
+	mapping, err := c.kube.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return NodeClassState{}, nil // no such kind: not found
+		}
+		return NodeClassState{}, fmt.Errorf("looking up %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return NodeClassState{}, nil
+		}
+		return NodeClassState{}, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	state := NodeClassState{Found: true, Deleting: obj.GetDeletionTimestamp() != nil}
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, raw := range conds {
+		m, ok := raw.(map[string]any)
+		if !ok || m["type"] != karpv1.ConditionTypeReady {
+			continue
+		}
+		cond := &metav1.Condition{Type: karpv1.ConditionTypeReady}
+		if s, ok := m["status"].(string); ok {
+			cond.Status = metav1.ConditionStatus(s)
+		}
+		cond.Reason, _ = m["reason"].(string)
+		cond.Message, _ = m["message"].(string)
+		state.Ready = cond
+	}
+	return state, nil
+}
