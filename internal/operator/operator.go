@@ -40,6 +40,9 @@ type Config struct {
 	CloudProvider string
 	// InstanceTypes for the kwok provider.
 	InstanceTypes []catalog.InstanceType
+	// KWOKRefusedOfferings fail kwok launches with insufficient capacity
+	// (for tests and the simulator).
+	KWOKRefusedOfferings []cloudprovider.Offering
 	// KWOKKubelet emulates the kubelet of kwok nodes (Ready, pods Running).
 	KWOKKubelet       bool
 	RegistrationDelay time.Duration
@@ -105,6 +108,9 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 
 	kube := mgr.GetClient()
 	kwokProvider := kwok.New(kube, conf.InstanceTypes)
+	for _, o := range conf.KWOKRefusedOfferings {
+		kwokProvider.RefuseOffering(o)
+	}
 	cpm, err := cpmetrics.New(ctrlmetrics.Registry)
 	if err != nil && !isAlreadyRegistered(err) {
 		return fmt.Errorf("registering cloudprovider metrics: %w", err)

@@ -40,15 +40,18 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	if len(ps.types) == 0 {
 		return fmt.Sprintf("no instance type%s has an available offering", scope(ps.reqs))
 	}
+	if keys := preqs.Unsatisfiable(); len(keys) > 0 {
+		return fmt.Sprintf("the pod's own requirements on %s cannot all hold (its node selector, node affinity and volumes disagree)", strings.Join(keys, ", "))
+	}
 	reqs := ps.reqs.Clone()
 	reqs.AddAll(preqs)
 	var matching, offered, fitting []*typeState
 	for _, t := range ps.types {
-		if t.reqs.Intersects(reqs) != nil {
-			continue
+		if requirement.FromLabels(t.it.Labels).Intersects(reqs) != nil {
+			continue // its labels rule it out, whatever the offering
 		}
 		matching = append(matching, t)
-		if t.hasOffering(reqs) {
+		if t.hasOffering(reqs) && t.reqs.Intersects(reqs) == nil {
 			offered = append(offered, t)
 		}
 	}
@@ -56,7 +59,7 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 	case len(matching) == 0:
 		return fmt.Sprintf("no instance type%s matches %s", scope(ps.reqs), preqs)
 	case len(offered) == 0:
-		return fmt.Sprintf("no available offering%s for %s", scope(ps.reqs), preqs)
+		return fmt.Sprintf("no available offering%s for %s%s", scope(ps.reqs), preqs, s.refusedOfferings(matching, reqs))
 	}
 	for slot, need := range p.requests {
 		if need == 0 {
@@ -93,6 +96,33 @@ func (s *solver) poolReason(ps *poolState, p *podState, preqs requirement.Requir
 		return "limits exceeded: room left is " + ps.limitsString(s.ix)
 	}
 	return "no NodeClaim from it can take the pod alongside the pods already planned"
+}
+
+// refusedOfferings lists, for messages, the offerings the requirements
+// allow that are out of capacity or not offered now.
+func (s *solver) refusedOfferings(types []*typeState, reqs requirement.Requirements) string {
+	admits := offeringFilter(reqs)
+	var out []string
+	for _, t := range types {
+		for _, o := range t.it.Offerings {
+			if !admits(o) {
+				continue
+			}
+			switch {
+			case s.in.Unavailable != nil && s.in.Unavailable(t.it.Name, o.Zone, o.CapacityType):
+				out = append(out, fmt.Sprintf("%s/%s/%s is out of capacity", t.it.Name, o.Zone, o.CapacityType))
+			case !o.Available:
+				out = append(out, fmt.Sprintf("%s/%s/%s is not available", t.it.Name, o.Zone, o.CapacityType))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	if len(out) > 5 {
+		out = append(out[:5], fmt.Sprintf("and %d more", len(out)-5))
+	}
+	return ": " + strings.Join(out, ", ")
 }
 
 // scope names the pool requirements that pick instance types, e.g.

@@ -87,7 +87,7 @@ func TestVolumeTopology(t *testing.T) {
 				PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{pvc("claim-a", "pv-a", &gp3), pvc("claim-b", "pv-b", &gp3)},
 				PersistentVolumes:      []*corev1.PersistentVolume{zonalPV("pv-a", false, "zone-a"), zonalPV("pv-b", false, "zone-b")},
 			},
-			wantReason: "NodePool default: no instance type matches",
+			wantReason: "NodePool default: the pod's own requirements on topology.kubernetes.io/zone cannot all hold",
 		},
 	}
 	for _, c := range cases {

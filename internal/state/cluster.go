@@ -30,8 +30,14 @@ type Cluster struct {
 	claims         map[types.NamespacedName]*corev1.PersistentVolumeClaim
 	volumes        map[string]*corev1.PersistentVolume
 	storageClasses map[string]*storagev1.StorageClass
-	// nominated: pods a decision planned a place for, until when.
-	nominated map[types.NamespacedName]time.Time
+	// nominated: pods a decision planned a place for, until when, and where.
+	nominated map[types.NamespacedName]nomination
+}
+
+// nomination is a pod's planned place and how long it holds.
+type nomination struct {
+	until  time.Time
+	target string // the NodeClaim or node planned for
 }
 
 // NewCluster returns an empty model on clk.
@@ -47,7 +53,7 @@ func NewCluster(clk clock.Clock) *Cluster {
 		claims:         map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
 		volumes:        map[string]*corev1.PersistentVolume{},
 		storageClasses: map[string]*storagev1.StorageClass{},
-		nominated:      map[types.NamespacedName]time.Time{},
+		nominated:      map[types.NamespacedName]nomination{},
 	}
 }
 
@@ -70,10 +76,19 @@ func upsert[K comparable, V any](c *Cluster, m map[K]*V, k K, obj *V) {
 func (c *Cluster) UpdateNode(n *corev1.Node) { upsert(c, c.nodes, n.Name, n) }
 func (c *Cluster) DeleteNode(name string)    { upsert[string, corev1.Node](c, c.nodes, name, nil) }
 
-// UpdateNodeClaim records a NodeClaim; DeleteNodeClaim forgets it.
+// UpdateNodeClaim records a NodeClaim; DeleteNodeClaim forgets it, and the
+// nominations of pods planned onto it (they need a place again now, not
+// when the nomination would have expired).
 func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) { upsert(c, c.nodeClaims, nc.Name, nc) }
 func (c *Cluster) DeleteNodeClaim(name string) {
-	upsert[string, karpv1.NodeClaim](c, c.nodeClaims, name, nil)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodeClaims, name)
+	for k, n := range c.nominated {
+		if n.target == name {
+			delete(c.nominated, k)
+		}
+	}
 }
 
 // UpdatePod records a pod; DeletePod forgets it (and its nomination).
@@ -132,14 +147,15 @@ func (c *Cluster) DeleteStorageClass(name string) {
 	upsert[string, storagev1.StorageClass](c, c.storageClasses, name, nil)
 }
 
-// Nominate records that a decision planned a place for these pods; they are
-// not provisionable again until ttl passes (or kube-scheduler binds them).
-func (c *Cluster) Nominate(pods []*corev1.Pod, ttl time.Duration) {
+// Nominate records that a decision planned a place (target: a NodeClaim or
+// node name) for these pods; they are not provisionable again until ttl
+// passes, kube-scheduler binds them, or the target NodeClaim is deleted.
+func (c *Cluster) Nominate(pods []*corev1.Pod, target string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	until := c.clock.Now().Add(ttl)
 	for _, p := range pods {
-		c.nominated[key(p.Namespace, p.Name)] = until
+		c.nominated[key(p.Namespace, p.Name)] = nomination{until: until, target: target}
 	}
 }
 
@@ -149,9 +165,9 @@ func (c *Cluster) Nominate(pods []*corev1.Pod, ttl time.Duration) {
 // not a DaemonSet or mirror pod.
 func (c *Cluster) Provisionable(p *corev1.Pod) bool {
 	c.mu.RLock()
-	until, nominated := c.nominated[key(p.Namespace, p.Name)]
+	n, nominated := c.nominated[key(p.Namespace, p.Name)]
 	c.mu.RUnlock()
-	if nominated && c.clock.Now().Before(until) {
+	if nominated && c.clock.Now().Before(n.until) {
 		return false
 	}
 	return provisionable(p)

@@ -56,7 +56,7 @@ func (c *Cluster) Snapshot() Snapshot {
 				bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
 			}
 		case provisionable(p):
-			if until, ok := c.nominated[k]; !ok || !now.Before(until) {
+			if n, ok := c.nominated[k]; !ok || !now.Before(n.until) {
 				snap.Pending = append(snap.Pending, p)
 			}
 		}

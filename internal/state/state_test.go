@@ -68,7 +68,7 @@ func TestNominationsExpire(t *testing.T) {
 	a, b := unschedulable("a"), unschedulable("b")
 	c.UpdatePod(a)
 	c.UpdatePod(b)
-	c.Nominate([]*corev1.Pod{a}, 20*time.Second)
+	c.Nominate([]*corev1.Pod{a}, "web-1", 20*time.Second)
 	if got := names(c.Snapshot().Pending); got != "b" || c.Provisionable(a) {
 		t.Errorf("pending %q just after nominating a; want only b", got)
 	}
@@ -175,5 +175,18 @@ func TestDeletingAndDisruptedNodesTakeNoPods(t *testing.T) {
 		if !n.MarkedForDeletion {
 			t.Errorf("node %s takes new pods", n.Name)
 		}
+	}
+}
+
+func TestDeletingTheTargetClaimEndsNominations(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(epoch))
+	a, b := unschedulable("a"), unschedulable("b")
+	c.UpdatePod(a)
+	c.UpdatePod(b)
+	c.Nominate([]*corev1.Pod{a}, "web-1", time.Minute)
+	c.Nominate([]*corev1.Pod{b}, "web-2", time.Minute)
+	c.DeleteNodeClaim("web-1") // say, refused for insufficient capacity
+	if got := names(c.Snapshot().Pending); got != "a" {
+		t.Errorf("pending %q: a's claim is gone, so a needs a place again; b's still holds", got)
 	}
 }

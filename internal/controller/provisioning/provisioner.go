@@ -81,13 +81,13 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 		}
 		created = append(created, nc)
 		p.cluster.UpdateNodeClaim(nc) // count it before the informer does
-		p.cluster.Nominate(planned.Pods, p.opts.NominationTTL)
+		p.cluster.Nominate(planned.Pods, nc.Name, p.opts.NominationTTL)
 		for _, pod := range planned.Pods {
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
 	for _, placed := range plan.Existing {
-		p.cluster.Nominate(placed.Pods, p.opts.NominationTTL)
+		p.cluster.Nominate(placed.Pods, placed.Node, p.opts.NominationTTL)
 		for _, pod := range placed.Pods {
 			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: node/%s", placed.Node)
 		}

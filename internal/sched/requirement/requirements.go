@@ -134,6 +134,18 @@ func (rs Requirements) MinValues() map[string]int {
 	return out
 }
 
+// Unsatisfiable returns the keys no label value (nor its absence) can
+// satisfy, sorted.
+func (rs Requirements) Unsatisfiable() []string {
+	var out []string
+	for _, k := range rs.Keys() {
+		if !rs.byKey[k].Satisfiable() {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Keys returns the constrained keys in sorted order.
 func (rs Requirements) Keys() []string {
 	return slices.Sorted(maps.Keys(rs.byKey))

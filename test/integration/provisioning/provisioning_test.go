@@ -27,6 +27,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
 	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
@@ -120,7 +121,7 @@ func deployment(name, cpu string, replicas int32) *appsv1.Deployment {
 
 // startControllers runs Nodewright's controllers against the control plane
 // until the test ends, and returns an admin client.
-func startControllers(t *testing.T, types []catalog.InstanceType) client.Client {
+func startControllers(t *testing.T, types []catalog.InstanceType, refused ...cloudprovider.Offering) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	scheme, err := operator.Scheme()
@@ -136,7 +137,7 @@ func startControllers(t *testing.T, types []catalog.InstanceType) client.Client 
 		done <- operator.Run(ctx, cp.Config, operator.Config{
 			CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: time.Second,
 			BatchIdle: 2 * time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
-			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(), Embedded: true,
+			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(), Embedded: true, KWOKRefusedOfferings: refused,
 		})
 	}()
 	t.Cleanup(func() {
