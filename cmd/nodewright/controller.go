@@ -40,6 +40,9 @@ provider, and nodes are registered and initialized. Every flag can also be set b
 environment variable named in its help; the flag wins.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cloudProvider != "kwok" {
+				return fmt.Errorf("--cloud-provider %q: want kwok (the only provider so far)", cloudProvider)
+			}
 			policy := sched.MinValuesPolicy(minValues)
 			if policy != sched.MinValuesStrict && policy != sched.MinValuesBestEffort {
 				return fmt.Errorf("--min-values-policy %q: want Strict or BestEffort", minValues)
@@ -53,12 +56,12 @@ environment variable named in its help; the flag wins.`,
 			}
 			types, err := loadCatalog(catalogFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("--catalog %q: %w", catalogFile, err)
 			}
 			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
 			if err != nil {
-				return fmt.Errorf("loading the cluster configuration: %w", err)
+				return fmt.Errorf("--kubeconfig %q: loading the cluster configuration: %w", kubeconfig, err)
 			}
 			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
 				CloudProvider: cloudProvider, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,

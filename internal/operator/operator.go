@@ -21,6 +21,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
 	"github.com/nodewright/nodewright/internal/controller/nodepool"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
@@ -49,6 +50,9 @@ type Config struct {
 	// BatchIdle and BatchMax shape provisioning windows.
 	BatchIdle, BatchMax time.Duration
 	MinValuesPolicy     sched.MinValuesPolicy
+	// OrphanInstanceAge is how old an instance no NodeClaim owns must be
+	// before garbage collection terminates it (0 means 30 s).
+	OrphanInstanceAge time.Duration
 	// MetricsAddr and HealthAddr are listen addresses ("0" disables).
 	MetricsAddr, HealthAddr string
 	// LeaderElection with the lease in LeaderElectionNamespace.
@@ -140,6 +144,13 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		return err
 	}
 	if err := termination.New(kube, provider, conf.Clock, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if conf.OrphanInstanceAge == 0 {
+		conf.OrphanInstanceAge = garbagecollection.MinInstanceAge
+	}
+	gc := garbagecollection.New(kube, provider, conf.Clock, conf.OrphanInstanceAge, conf.Logger.WithName("garbagecollection"))
+	if err := mgr.Add(gc.Runnable()); err != nil {
 		return err
 	}
 	batcher := provisioning.NewBatcher(conf.Clock, conf.BatchIdle, conf.BatchMax)

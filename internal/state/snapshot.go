@@ -56,7 +56,11 @@ func (c *Cluster) Snapshot() Snapshot {
 				bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
 			}
 		case provisionable(p):
-			if n, ok := c.nominated[k]; !ok || !now.Before(n.until) {
+			if n, ok := c.nominated[k]; ok && now.Before(n.until) {
+				// Planned onto a node or claim: it holds its place there,
+				// so the next decision does not give that room away.
+				bound[n.target] = append(bound[n.target], p)
+			} else {
 				snap.Pending = append(snap.Pending, p)
 			}
 		}
@@ -84,14 +88,14 @@ func (c *Cluster) Snapshot() Snapshot {
 			claimed[node.Name] = true
 			snap.Nodes = append(snap.Nodes, sched.Node{
 				Name: node.Name, Labels: node.Labels, Taints: node.Spec.Taints, Allocatable: firstNonEmpty(node.Status.Allocatable, nc.Status.Allocatable),
-				Pods: bound[node.Name], NodePool: pool, Initialized: initialized(nc), StartupTaints: nc.Spec.StartupTaints,
+				Pods: podsOn(bound, node.Name, nc.Name), NodePool: pool, Initialized: initialized(nc), StartupTaints: nc.Spec.StartupTaints,
 				MarkedForDeletion: isDeleting(node, nc),
 			})
 			addUsage(snap.Usage, pool, firstNonEmpty(node.Status.Capacity, nc.Status.Capacity))
 		case len(nc.Status.Allocatable) > 0:
 			snap.Nodes = append(snap.Nodes, sched.Node{
 				Name: nc.Name, Labels: claimLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
-				NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true, MarkedForDeletion: isDeleting(nil, nc),
+				Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true, MarkedForDeletion: isDeleting(nil, nc),
 			})
 			addUsage(snap.Usage, pool, nc.Status.Capacity)
 		case nc.DeletionTimestamp == nil && pool != "":
@@ -210,3 +214,11 @@ func sortedKeys[K comparable, V any](m map[K]V, str func(K) string) []K {
 func name(s string) string { return s }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// podsOn gathers the pods bound or nominated to a node and to its claim.
+func podsOn(bound map[string][]*corev1.Pod, nodeName, claimName string) []*corev1.Pod {
+	if nodeName == claimName {
+		return bound[nodeName]
+	}
+	return append(slices.Clip(bound[nodeName]), bound[claimName]...)
+}

@@ -190,3 +190,33 @@ func TestDeletingTheTargetClaimEndsNominations(t *testing.T) {
 		t.Errorf("pending %q: a's claim is gone, so a needs a place again; b's still holds", got)
 	}
 }
+
+// A nominated pod holds its room on the claim it was planned onto, before
+// and after the claim's node registers (under a different name).
+func TestNominatedPodsHoldTheirRoom(t *testing.T) {
+	c := NewCluster(clocktesting.NewFakeClock(epoch))
+	inflight := claim("web-1", "default", "kwok://i-1", true)
+	registered := claim("web-2", "default", "kwok://i-2", true)
+	c.UpdateNodeClaim(inflight)
+	c.UpdateNodeClaim(registered)
+	c.UpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-2"}, Spec: corev1.NodeSpec{ProviderID: "kwok://i-2"},
+		Status: corev1.NodeStatus{Allocatable: capacity("4")}})
+	a, b, waiting := unschedulable("a"), unschedulable("b"), unschedulable("waiting")
+	for _, p := range []*corev1.Pod{a, b, waiting} {
+		c.UpdatePod(p)
+	}
+	c.Nominate([]*corev1.Pod{a}, "web-1", time.Minute)
+	c.Nominate([]*corev1.Pod{b}, "web-2", time.Minute)
+
+	snap := c.Snapshot()
+	got := map[string]string{}
+	for _, n := range snap.Nodes {
+		got[n.Name] = names(n.Pods)
+	}
+	if got["web-1"] != "a" || got["ip-10-0-0-2"] != "b" {
+		t.Errorf("pods per node %v: want a on the in-flight claim web-1, b on web-2's node", got)
+	}
+	if names(snap.Pending) != "waiting" {
+		t.Errorf("pending %q", names(snap.Pending))
+	}
+}

@@ -27,7 +27,10 @@ type CloudProvider interface {
 	Delete(ctx context.Context, nodeClaim *karpv1.NodeClaim) error
 	// Get finds an instance by provider ID, or NodeClaimNotFoundError.
 	Get(ctx context.Context, providerID string) (*karpv1.NodeClaim, error)
-	// List returns every instance the provider manages for this cluster.
+	// List returns every instance the provider manages for this cluster,
+	// each as a NodeClaim named after the NodeClaim it was launched for,
+	// with its provider ID and its launch time as creation timestamp
+	// (garbage collection relies on all three).
 	List(ctx context.Context) ([]*karpv1.NodeClaim, error)
 	// GetInstanceTypes returns the instance types the NodePool's NodeClass can
 	// launch, including those with no offering available right now.

@@ -11,6 +11,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
@@ -58,7 +59,8 @@ type env struct {
 func newEnv(t *testing.T, objs ...client.Object) env {
 	t.Helper()
 	class := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append([]client.Object{class}, objs...)...).Build()
+	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(append([]client.Object{class}, objs...)...).
+		WithInterceptorFuncs(interceptor.Funcs{Create: stampCreation}).Build()
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	pool.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"}
 	return env{kube: kube, provider: kwok.New(kube, smallCatalog(t)), pool: pool}
@@ -163,4 +165,11 @@ func TestNodeClassStates(t *testing.T) {
 	if _, err := e.provider.Create(ctx, nc); !cloudprovider.IsNodeClassNotReadyError(err) {
 		t.Errorf("KWOKNodeClass not Ready: %v, want NodeClassNotReadyError", err)
 	}
+}
+
+// stampCreation sets creationTimestamp on create, as the API server does
+// (the fake client leaves it empty).
+func stampCreation(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+	obj.SetCreationTimestamp(metav1.Now())
+	return c.Create(ctx, obj, opts...)
 }

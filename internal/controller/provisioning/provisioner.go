@@ -60,6 +60,13 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	if len(snap.Pending) == 0 {
 		return nil, nil
 	}
+	if launching(snap) {
+		// As Karpenter: a NodeClaim without a provider ID may already have
+		// an instance (a restart mid-launch forgets its nominations), so
+		// deciding now could buy its pods a second node. Launch is quick;
+		// the claim's update triggers the next batch.
+		return nil, nil
+	}
 	pools, byName, err := p.pools(ctx, snap)
 	if err != nil {
 		return nil, err
@@ -161,4 +168,14 @@ func addLargestOption(usage corev1.ResourceList, nc *karpv1.NodeClaim, types []*
 	nodes.Add(*resourceOne())
 	usage["nodes"] = nodes
 	return usage
+}
+
+// launching reports whether a NodeClaim still waits for its provider ID.
+func launching(snap state.Snapshot) bool {
+	for _, claims := range snap.Launching {
+		if len(claims) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -132,30 +132,62 @@ func TestProvisionCreatesNodeClaimsAsKarpenterDoes(t *testing.T) {
 	if created, err := e.provisioner.Provision(ctx); err != nil || len(created) != 0 {
 		t.Errorf("second batch created %d NodeClaims: %v", len(created), err)
 	}
-	// ...until the nomination expires without kube-scheduler binding them.
+	// The nomination expires, but the claim has no provider ID yet: it may
+	// already have an instance, so nothing is decided until it launches.
 	e.clock.Step(21 * time.Second)
-	if created, _ := e.provisioner.Provision(ctx); len(created) != 1 {
-		t.Errorf("after the nomination expired, %d NodeClaims", len(created))
+	if created, _ := e.provisioner.Provision(ctx); len(created) != 0 {
+		t.Errorf("while the claim launches, %d NodeClaims were created", len(created))
 	}
+	// Launched, it is in-flight capacity: the pods are nominated to it
+	// rather than buying a second node.
+	launch(e, &nc, "2")
+	events(e.recorder)
+	if created, _ := e.provisioner.Provision(ctx); len(created) != 0 {
+		t.Errorf("after launch, %d more NodeClaims", len(created))
+	}
+	if got := events(e.recorder); len(got) != 2 || !strings.Contains(got[0], "Pod should schedule on: node/"+nc.Name) {
+		t.Errorf("events after launch %v, want both pods nominated to %s", got, nc.Name)
+	}
+}
+
+// launch records a claim as launched with cpu allocatable, as the
+// lifecycle controller does.
+func launch(e env, nc *karpv1.NodeClaim, cpu string) {
+	nc = nc.DeepCopy()
+	nc.Status.ProviderID = kwok.ProviderIDPrefix + nc.Name
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("20")}
+	nc.Status.Allocatable = nc.Status.Capacity
+	e.cluster.UpdateNodeClaim(nc)
 }
 
 func TestLimitsHoldAcrossBatches(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, kwokPool("capped", func(np *karpv1.NodePool) {
-		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("4")}
 	}))
 	e.cluster.UpdatePod(pendingPod("a", "1500m"))
-	if created, _ := e.provisioner.Provision(ctx); len(created) != 1 {
-		t.Fatalf("first batch: %d", len(created))
-	}
-	// The first claim is not launched: it counts as its largest option (8
-	// CPUs of "large"), leaving 2 CPUs: a 1.5 CPU pod fits "small", a second
-	// does not.
-	e.cluster.UpdatePod(pendingPod("b", "1500m"))
-	e.cluster.UpdatePod(pendingPod("c", "1500m"))
 	created, _ := e.provisioner.Provision(ctx)
 	if len(created) != 1 {
-		t.Errorf("second batch created %d NodeClaims, want 1", len(created))
+		t.Fatalf("first batch: %d", len(created))
+	}
+	// While the first claim launches, a second batch waits.
+	e.cluster.UpdatePod(pendingPod("b", "1500m"))
+	e.cluster.UpdatePod(pendingPod("c", "1500m"))
+	if again, _ := e.provisioner.Provision(ctx); len(again) != 0 {
+		t.Fatalf("a batch decided while a claim launched: %d NodeClaims", len(again))
+	}
+	// Launched as a 2-CPU node, it leaves 2 of the 4 CPUs: b gets one more
+	// small node, c would exceed the limit.
+	launch(e, created[0], "2")
+	events(e.recorder)
+	second, _ := e.provisioner.Provision(ctx)
+	if len(second) != 1 {
+		t.Fatalf("second batch created %d NodeClaims, want 1", len(second))
+	}
+	for _, r := range second[0].Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && (len(r.Values) != 1 || r.Values[0] != "small") {
+			t.Errorf("instance-type options %v: the large one would break the limit", r.Values)
+		}
 	}
 	var failed []string
 	for _, ev := range events(e.recorder) {

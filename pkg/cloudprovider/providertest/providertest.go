@@ -74,8 +74,14 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Errorf("Get(%s) = %v, %v", got.Status.ProviderID, found, err)
 		}
 		listed, err := h.Provider.List(ctx)
-		if err != nil || !slices.ContainsFunc(listed, func(c *karpv1.NodeClaim) bool { return c.Status.ProviderID == got.Status.ProviderID }) {
+		i := slices.IndexFunc(listed, func(c *karpv1.NodeClaim) bool { return c.Status.ProviderID == got.Status.ProviderID })
+		switch {
+		case err != nil || i < 0:
 			t.Errorf("List does not include %s: %v", got.Status.ProviderID, err)
+		case listed[i].Name != got.Name:
+			t.Errorf("List names instance %s %q; garbage collection needs the NodeClaim it was launched for, %q", got.Status.ProviderID, listed[i].Name, got.Name)
+		case listed[i].CreationTimestamp.IsZero():
+			t.Errorf("List gives instance %s no launch time; garbage collection needs it", got.Status.ProviderID)
 		}
 	})
 

@@ -123,6 +123,15 @@ func deployment(name, cpu string, replicas int32) *appsv1.Deployment {
 // until the test ends, and returns an admin client.
 func startControllers(t *testing.T, types []catalog.InstanceType, refused ...cloudprovider.Offering) client.Client {
 	t.Helper()
+	return startControllersWith(t, func(c *operator.Config) {
+		c.InstanceTypes, c.KWOKRefusedOfferings = types, refused
+	})
+}
+
+// startControllersWith runs the controllers with the test defaults, as
+// changed by configure.
+func startControllersWith(t *testing.T, configure func(*operator.Config)) client.Client {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	scheme, err := operator.Scheme()
 	if err != nil {
@@ -133,13 +142,13 @@ func startControllers(t *testing.T, types []catalog.InstanceType, refused ...clo
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() {
-		done <- operator.Run(ctx, cp.Config, operator.Config{
-			CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: time.Second,
-			BatchIdle: 2 * time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
-			MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(), Embedded: true, KWOKRefusedOfferings: refused,
-		})
-	}()
+	conf := operator.Config{
+		CloudProvider: "kwok", KWOKKubelet: true, RegistrationDelay: time.Second,
+		BatchIdle: 2 * time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
+		MetricsAddr: "0", HealthAddr: "0", Logger: logr.Discard(), Embedded: true,
+	}
+	configure(&conf)
+	go func() { done <- operator.Run(ctx, cp.Config, conf) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad controller flags fail before anything connects, naming the flag.
+func TestControllerRejectsBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cloud-provider", "gce"}, `--cloud-provider "gce"`},
+		{[]string{"--min-values-policy", "Sometimes"}, `--min-values-policy "Sometimes"`},
+		{[]string{"--batch-idle-duration", "20s", "--batch-max-duration", "10s"}, "--batch-idle-duration 20s and --batch-max-duration 10s"},
+		{[]string{"--batch-idle-duration", "soon"}, `invalid argument "soon" for "--batch-idle-duration"`},
+		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"--catalog", missing}, "--catalog"},
+		{[]string{"--kubeconfig", missing}, "--kubeconfig"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			_, err := run(t, append([]string{"controller"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
