@@ -67,7 +67,7 @@ environment variable named in its help; the flag wins.`,
 				CloudProvider: cloudProvider, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
 				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy,
 				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
-				Logger: zap.New(zap.Level(level), zap.JSONEncoder()),
+				Logger: zap.New(zap.Level(level), zap.JSONEncoder()), Version: resolvedVersion(),
 			})
 		},
 	}

@@ -3,10 +3,11 @@ package operator
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -26,6 +27,7 @@ import (
 	"github.com/nodewright/nodewright/internal/controller/nodepool"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -61,6 +63,8 @@ type Config struct {
 	Logger                  logr.Logger
 	// Clock is the real clock in production; tests may inject another.
 	Clock clock.Clock
+	// Version labels karpenter_build_info.
+	Version string
 	// Embedded allows more than one Run in a process (tests, the
 	// simulator): controller names need not be unique process-wide.
 	Embedded bool
@@ -115,14 +119,11 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	for _, o := range conf.KWOKRefusedOfferings {
 		kwokProvider.RefuseOffering(o)
 	}
-	cpm, err := cpmetrics.New(ctrlmetrics.Registry)
-	if err != nil && !isAlreadyRegistered(err) {
-		return fmt.Errorf("registering cloudprovider metrics: %w", err)
+	m, cpm, err := processMetrics(conf.Version)
+	if err != nil {
+		return err
 	}
-	var provider cloudprovider.CloudProvider = kwokProvider
-	if cpm != nil {
-		provider = cpm.Decorate(kwokProvider)
-	}
+	var provider cloudprovider.CloudProvider = cpm.Decorate(kwokProvider)
 	if conf.KWOKKubelet {
 		if err := kwok.NewKubelet(kube, conf.Clock, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay}).SetupWithManager(mgr); err != nil {
 			return err
@@ -134,7 +135,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := nodeclaim.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
+	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter"), m).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
 	}
 	if err := nodepool.New(kube, conf.Clock).SetupWithManager(mgr); err != nil {
@@ -143,13 +144,13 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := termination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := termination.New(kube, provider, conf.Clock, mgr.GetEventRecorderFor("karpenter")).SetupWithManager(mgr); err != nil {
+	if err := termination.New(kube, provider, conf.Clock, mgr.GetEventRecorderFor("karpenter"), m).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if conf.OrphanInstanceAge == 0 {
 		conf.OrphanInstanceAge = garbagecollection.MinInstanceAge
 	}
-	gc := garbagecollection.New(kube, provider, conf.Clock, conf.OrphanInstanceAge, conf.Logger.WithName("garbagecollection"))
+	gc := garbagecollection.New(kube, provider, conf.Clock, conf.OrphanInstanceAge, conf.Logger.WithName("garbagecollection"), m)
 	if err := mgr.Add(gc.Runnable()); err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		return err
 	}
 	provisioner := provisioning.NewProvisioner(kube, provider, cluster, mgr.GetEventRecorderFor("karpenter"), provisioning.Options{
-		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable,
+		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m,
 	})
 	if err := mgr.Add(provisioning.Loop(provisioner, batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {
 		return err
@@ -166,7 +167,37 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	return mgr.Start(ctx)
 }
 
-func isAlreadyRegistered(err error) bool {
-	_, ok := err.(prometheus.AlreadyRegisteredError)
-	return ok
+// The metrics live in controller-runtime's registry, served on the metrics
+// address; they are registered once per process, so a second Run (tests,
+// the simulator) adds to the same series.
+var (
+	metricsOnce sync.Once
+	procMetrics *metrics.Metrics
+	procCP      *cpmetrics.Metrics
+	metricsErr  error
+)
+
+func processMetrics(version string) (*metrics.Metrics, *cpmetrics.Metrics, error) {
+	metricsOnce.Do(func() {
+		if procCP, metricsErr = cpmetrics.New(ctrlmetrics.Registry); metricsErr != nil {
+			metricsErr = fmt.Errorf("registering cloudprovider metrics: %w", metricsErr)
+			return
+		}
+		if procMetrics, metricsErr = metrics.New(ctrlmetrics.Registry, version, buildCommit()); metricsErr != nil {
+			metricsErr = fmt.Errorf("registering controller metrics: %w", metricsErr)
+		}
+	})
+	return procMetrics, procCP, metricsErr
+}
+
+// buildCommit is the VCS revision the binary was built from, or "".
+func buildCommit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
 
@@ -23,12 +24,13 @@ type Collector struct {
 	clock    clock.Clock
 	minAge   time.Duration
 	log      logr.Logger
+	metrics  *metrics.Metrics
 }
 
 // New wires a collector; minAge is the grace given to unowned instances
 // (MinInstanceAge unless a test needs less).
-func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, minAge time.Duration, log logr.Logger) *Collector {
-	return &Collector{kube: kube, provider: provider, clock: clk, minAge: minAge, log: log}
+func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, minAge time.Duration, log logr.Logger, m *metrics.Metrics) *Collector {
+	return &Collector{kube: kube, provider: provider, clock: clk, minAge: minAge, log: log, metrics: m}
 }
 
 // Collect runs one round and returns what it removed. The provider is
@@ -68,9 +70,13 @@ func (c *Collector) Collect(ctx context.Context) (Decision, error) {
 	}
 	for _, nc := range d.NodeClaims {
 		c.log.Info("deleting a nodeclaim whose instance is gone", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID)
-		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("garbage collecting nodeclaim %s: %w", nc.Name, err))
+		if err := c.kube.Delete(ctx, nc); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("garbage collecting nodeclaim %s: %w", nc.Name, err))
+			}
+			continue
 		}
+		c.metrics.NodeClaimDisrupted(nc, metrics.ReasonGarbageCollected)
 	}
 	return d, errors.Join(errs...)
 }

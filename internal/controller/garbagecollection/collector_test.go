@@ -2,10 +2,13 @@ package garbagecollection
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +20,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/providers/kwok"
 )
 
@@ -50,7 +54,12 @@ func TestCollectWithKWOK(t *testing.T) {
 		kwokClaim("vanished", registered), // its node (the kwok instance) is gone
 	).Build()
 	clk := clocktesting.NewFakeClock(now)
-	c := New(kube, kwok.New(kube, nil), clk, MinInstanceAge, logr.Discard())
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(kube, kwok.New(kube, nil), clk, MinInstanceAge, logr.Discard(), m)
 
 	ctx := context.Background()
 	d, err := c.Collect(ctx)
@@ -79,6 +88,14 @@ func TestCollectWithKWOK(t *testing.T) {
 	}
 	if gone(&karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "owned"}}) {
 		t.Error("the owned claim was deleted")
+	}
+	want := `
+# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool and capacity type.
+# TYPE karpenter_nodeclaims_disrupted_total counter
+karpenter_nodeclaims_disrupted_total{capacity_type="",nodepool="",reason="garbage_collected"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodeclaims_disrupted_total"); err != nil {
+		t.Error(err)
 	}
 
 	// Once past its grace period the young orphan goes too.

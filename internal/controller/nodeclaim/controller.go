@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
@@ -42,11 +43,12 @@ type Controller struct {
 	clock       clock.Clock
 	unavailable *state.UnavailableOfferings
 	recorder    record.EventRecorder
+	metrics     *metrics.Metrics
 }
 
 // New wires the controller.
-func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, unavailable *state.UnavailableOfferings, recorder record.EventRecorder) *Controller {
-	return &Controller{kube: kube, provider: provider, clock: clk, unavailable: unavailable, recorder: recorder}
+func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, unavailable *state.UnavailableOfferings, recorder record.EventRecorder, m *metrics.Metrics) *Controller {
+	return &Controller{kube: kube, provider: provider, clock: clk, unavailable: unavailable, recorder: recorder, metrics: m}
 }
 
 // IndexFields registers the provider-ID indexes on Nodes and NodeClaims.
@@ -107,7 +109,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if why := Expired(nc, c.clock.Now()); why != "" {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonLivenessExpired, "Deleting nodeclaim: %s", why)
-		return reconcile.Result{}, c.delete(ctx, nc)
+		reason := metrics.ReasonRegistrationTimeout
+		if !isTrue(nc, karpv1.ConditionTypeLaunched) {
+			reason = metrics.ReasonLaunchTimeout
+		}
+		return reconcile.Result{}, c.delete(ctx, nc, reason)
 	}
 	before := nc.DeepCopy()
 	if !isTrue(nc, karpv1.ConditionTypeLaunched) {
@@ -149,10 +155,10 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (done boo
 			c.unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType)
 		}
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInsufficientCapacity, "NodeClaim %s event: %s", nc.Name, err)
-		return true, c.delete(ctx, nc)
+		return true, c.delete(ctx, nc, metrics.ReasonInsufficientCapacity)
 	case cloudprovider.IsNodeClassNotReadyError(err):
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClassNotReady, "NodeClaim %s event: %s", nc.Name, err)
-		return true, c.delete(ctx, nc)
+		return true, c.delete(ctx, nc, metrics.ReasonNodeClassNotReady)
 	case err != nil:
 		c.setCondition(nc, karpv1.ConditionTypeLaunched, false, "LaunchFailed", truncate(err.Error(), 300))
 		if serr := c.kube.Status().Update(ctx, nc); serr != nil {
@@ -206,6 +212,7 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 	}
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, karpv1.ConditionTypeRegistered, true, "", "")
+	c.metrics.NodeRegistered(node)
 	return node, nil
 }
 
@@ -240,10 +247,15 @@ func (c *Controller) setCondition(nc *karpv1.NodeClaim, t string, ok bool, reaso
 	meta.SetStatusCondition(&nc.Status.Conditions, cond)
 }
 
-func (c *Controller) delete(ctx context.Context, nc *karpv1.NodeClaim) error {
-	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+// delete deletes the claim, counted as disrupted for reason.
+func (c *Controller) delete(ctx context.Context, nc *karpv1.NodeClaim, reason string) error {
+	if err := c.kube.Delete(ctx, nc); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+		}
+		return nil
 	}
+	c.metrics.NodeClaimDisrupted(nc, reason)
 	return nil
 }
 

@@ -2,9 +2,13 @@ package nodeclaim
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +22,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
@@ -31,6 +36,7 @@ type env struct {
 	provider    *kwok.Provider
 	clock       *clocktesting.FakeClock
 	unavailable *state.UnavailableOfferings
+	metrics     *prometheus.Registry
 	controller  *Controller
 }
 
@@ -55,8 +61,13 @@ func newEnv(t *testing.T) env {
 	clk := clocktesting.NewFakeClock(epoch)
 	provider := kwok.New(kube, types)
 	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
-	return env{kube: kube, provider: provider, clock: clk, unavailable: unavailable,
-		controller: New(kube, provider, clk, unavailable, record.NewFakeRecorder(100))}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{kube: kube, provider: provider, clock: clk, unavailable: unavailable, metrics: reg,
+		controller: New(kube, provider, clk, unavailable, record.NewFakeRecorder(100), m)}
 }
 
 func (e env) create(t *testing.T, name string) *karpv1.NodeClaim {
@@ -172,6 +183,7 @@ func TestInsufficientCapacityDeletesTheClaimAndRemembersTheOffering(t *testing.T
 	if !e.unavailable.IsUnavailable("small", "zone-a", "on-demand") {
 		t.Error("the refused offering is not remembered as unavailable")
 	}
+	e.wantDisrupted(t, "insufficient_capacity")
 }
 
 func TestLivenessDeletesClaimsThatNeverRegister(t *testing.T) {
@@ -193,6 +205,7 @@ func TestLivenessDeletesClaimsThatNeverRegister(t *testing.T) {
 	if nc, _ = e.reconcile(t, "web-lost"); nc != nil && nc.DeletionTimestamp == nil {
 		t.Errorf("not deleted 16 minutes after creation without a node")
 	}
+	e.wantDisrupted(t, "registration_timeout")
 }
 
 func TestDecisions(t *testing.T) {
@@ -216,5 +229,19 @@ func TestDecisions(t *testing.T) {
 	node.Spec.Taints = nil
 	if reason, _ := NotInitialized(nc, node); reason != "" {
 		t.Errorf("a ready node: %q", reason)
+	}
+}
+
+// wantDisrupted checks that exactly one NodeClaim of the default pool was
+// counted as disrupted, for reason.
+func (e env) wantDisrupted(t *testing.T, reason string) {
+	t.Helper()
+	want := fmt.Sprintf(`
+# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool and capacity type.
+# TYPE karpenter_nodeclaims_disrupted_total counter
+karpenter_nodeclaims_disrupted_total{capacity_type="",nodepool="default",reason=%q} 1
+`, reason)
+	if err := testutil.GatherAndCompare(e.metrics, strings.NewReader(want), "karpenter_nodeclaims_disrupted_total"); err != nil {
+		t.Error(err)
 	}
 }

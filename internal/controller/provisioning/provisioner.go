@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -34,6 +35,8 @@ type Options struct {
 	MinValuesPolicy sched.MinValuesPolicy
 	// Unavailable offerings (refused launches) are avoided; nil: none.
 	Unavailable *state.UnavailableOfferings
+	// Metrics records nodeclaims created and solve durations; nil: none.
+	Metrics *metrics.Metrics
 }
 
 // Provisioner makes one provisioning decision at a time.
@@ -76,7 +79,9 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	if p.opts.Unavailable != nil {
 		in.Unavailable = p.opts.Unavailable.IsUnavailable
 	}
+	start := time.Now() // wall time: the metric measures the solver itself
 	plan := sched.Solve(in)
+	p.opts.Metrics.ObserveScheduling("provisioner", time.Since(start).Seconds())
 
 	var created []*karpv1.NodeClaim
 	var errs []error
@@ -87,6 +92,7 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 			continue
 		}
 		created = append(created, nc)
+		p.opts.Metrics.NodeClaimCreated(nc, metrics.ReasonProvisioned)
 		p.cluster.UpdateNodeClaim(nc) // count it before the informer does
 		p.cluster.Nominate(planned.Pods, nc.Name, p.opts.NominationTTL)
 		for _, pod := range planned.Pods {

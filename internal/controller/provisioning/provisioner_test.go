@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +21,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/providers/kwok"
@@ -29,6 +32,7 @@ type env struct {
 	cluster     *state.Cluster
 	clock       *clocktesting.FakeClock
 	recorder    *record.FakeRecorder
+	metrics     *prometheus.Registry
 	provisioner *Provisioner
 }
 
@@ -55,8 +59,13 @@ func newEnv(t *testing.T, pools ...*karpv1.NodePool) env {
 		cluster.UpdateNodePool(np)
 	}
 	rec := record.NewFakeRecorder(100)
-	return env{kube: kube, cluster: cluster, clock: clk, recorder: rec,
-		provisioner: NewProvisioner(kube, kwok.New(kube, types), cluster, rec, Options{NominationTTL: 20 * time.Second})}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{kube: kube, cluster: cluster, clock: clk, recorder: rec, metrics: reg,
+		provisioner: NewProvisioner(kube, kwok.New(kube, types), cluster, rec, Options{NominationTTL: 20 * time.Second, Metrics: m})}
 }
 
 func kwokPool(name string, mutate ...func(*karpv1.NodePool)) *karpv1.NodePool {
@@ -126,6 +135,17 @@ func TestProvisionCreatesNodeClaimsAsKarpenterDoes(t *testing.T) {
 	got := events(e.recorder)
 	if len(got) != 2 || !strings.Contains(got[0], "Normal Nominated Pod should schedule on: nodeclaim/web-") {
 		t.Errorf("events %v", got)
+	}
+	want := `
+# HELP karpenter_nodeclaims_created_total Number of nodeclaims created, by reason, nodepool and whether minValues were relaxed.
+# TYPE karpenter_nodeclaims_created_total counter
+karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="web",reason="provisioned"} 1
+`
+	if err := testutil.GatherAndCompare(e.metrics, strings.NewReader(want), "karpenter_nodeclaims_created_total"); err != nil {
+		t.Error(err)
+	}
+	if n, _ := testutil.GatherAndCount(e.metrics, "karpenter_scheduler_scheduling_duration_seconds"); n != 1 {
+		t.Errorf("scheduling duration series: %d, want 1", n)
 	}
 
 	// The pods are nominated: a second batch buys nothing for them...

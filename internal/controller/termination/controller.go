@@ -2,7 +2,9 @@ package termination
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
 
@@ -40,11 +43,12 @@ type Controller struct {
 	provider cloudprovider.CloudProvider
 	clock    clock.Clock
 	recorder record.EventRecorder
+	metrics  *metrics.Metrics
 }
 
 // New wires the controller.
-func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) *Controller {
-	return &Controller{kube: kube, provider: provider, clock: clk, recorder: recorder}
+func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics) *Controller {
+	return &Controller{kube: kube, provider: provider, clock: clk, recorder: recorder, metrics: m}
 }
 
 // IndexFields registers the pod index by node name.
@@ -139,9 +143,10 @@ func (c *Controller) reconcileNodeClaim(ctx context.Context, req reconcile.Reque
 	}
 	patch := client.MergeFrom(nc.DeepCopy())
 	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
-		return reconcile.Result{}, fmt.Errorf("removing the finalizer of nodeclaim %s: %w", nc.Name, err)
+	if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer of nodeclaim %s: %w", nc.Name, err))
 	}
+	c.metrics.NodeClaimTerminated(nc)
 	return reconcile.Result{}, nil
 }
 
@@ -183,7 +188,7 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	if !nodeReady(node) {
 		// A node whose instance is already gone has nothing left to drain.
 		if _, err := c.provider.Get(ctx, node.Spec.ProviderID); cloudprovider.IsNodeClaimNotFoundError(err) {
-			return reconcile.Result{}, c.release(ctx, node)
+			return reconcile.Result{}, c.release(ctx, node, false)
 		}
 	}
 	if err := c.cordon(ctx, node); err != nil {
@@ -204,6 +209,7 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
 		err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
+		c.metrics.EvictionRequested(statusCode(err))
 		switch {
 		case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		case apierrors.IsTooManyRequests(err):
@@ -224,7 +230,7 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{RequeueAfter: 5 * time.Second}, err
 		}
 	}
-	return reconcile.Result{}, c.release(ctx, node)
+	return reconcile.Result{}, c.release(ctx, node, true)
 }
 
 // cordon taints the node disrupted and takes it out of load balancers.
@@ -246,14 +252,28 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 	return nil
 }
 
-// release removes the node's finalizer.
-func (c *Controller) release(ctx context.Context, node *corev1.Node) error {
+// release removes the node's finalizer; drained says whether it was
+// drained first (a node whose instance vanished is not).
+func (c *Controller) release(ctx context.Context, node *corev1.Node, drained bool) error {
 	patch := client.MergeFrom(node.DeepCopy())
 	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, node, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("removing the finalizer of node %s: %w", node.Name, err)
+	if err := c.kube.Patch(ctx, node, patch); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of node %s: %w", node.Name, err))
 	}
+	c.metrics.NodeTerminated(node, drained)
 	return nil
+}
+
+// statusCode is the HTTP status an API call was answered with.
+func statusCode(err error) int {
+	if err == nil {
+		return http.StatusOK
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return int(status.Status().Code)
+	}
+	return 0
 }
 
 func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t string, status metav1.ConditionStatus, reason, message string) {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 )
@@ -80,4 +81,40 @@ func TestNodePoolLimitStopsProvisioning(t *testing.T) {
 	if cpu := got.Status.Resources[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("4")) != 0 {
 		t.Errorf("nodepool status.resources.cpu = %s, want 4", cpu.String())
 	}
+	// The controller's /metrics registry counts the two launches.
+	if n := counterValue(t, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": "limited", "reason": "provisioned"}); n != 2 {
+		t.Errorf("karpenter_nodeclaims_created_total{nodepool=limited} = %v, want 2", n)
+	}
+	if n := counterValue(t, "karpenter_nodes_created_total", map[string]string{"nodepool": "limited", "zone": "zone-a"}); n != 2 {
+		t.Errorf("karpenter_nodes_created_total{nodepool=limited} = %v, want 2", n)
+	}
+}
+
+// counterValue reads a counter series from controller-runtime's registry,
+// the one the controller serves on its metrics address.
+func counterValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
