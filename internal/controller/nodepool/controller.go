@@ -70,6 +70,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	if err := c.stampHash(ctx, np); err != nil {
+		return reconcile.Result{}, err
+	}
 	class, err := c.nodeClass(ctx, np.Spec.Template.Spec.NodeClassRef)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -96,6 +99,43 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// stampHash writes the template hash on the pool and, when the hash
+// version changed, re-stamps the pool's NodeClaims of an older version with
+// the current hash so a version bump drifts nothing.
+func (c *Controller) stampHash(ctx context.Context, np *karpv1.NodePool) error {
+	hash, err := Hash(np)
+	if err != nil {
+		return err
+	}
+	versionChanged := np.Annotations[karpv1.AnnotationNodePoolHashVersion] != HashVersion
+	if annotations, changed := Stamped(np.Annotations, hash); changed {
+		patch := client.MergeFrom(np.DeepCopy())
+		np.Annotations = annotations
+		if err := c.kube.Patch(ctx, np, patch); err != nil {
+			return fmt.Errorf("annotating nodepool %s with its hash: %w", np.Name, err)
+		}
+	}
+	if !versionChanged {
+		return nil
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{karpv1.LabelNodePool: np.Name}); err != nil {
+		return fmt.Errorf("listing the nodeclaims of nodepool %s: %w", np.Name, err)
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.Annotations[karpv1.AnnotationNodePoolHashVersion] == HashVersion {
+			continue
+		}
+		patch := client.MergeFrom(nc.DeepCopy())
+		nc.Annotations, _ = Stamped(nc.Annotations, hash)
+		if err := c.kube.Patch(ctx, nc, patch); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("re-stamping the hash of nodeclaim %s: %w", nc.Name, err)
+		}
+	}
+	return nil
 }
 
 // Resources sums the nodes' capacity; cpu, memory, pods, ephemeral-storage

@@ -3,4 +3,11 @@
 // NodeClass exists, is not being deleted, and is not un-ready), Ready (both),
 // and status.resources / status.nodes (the capacity and count of its nodes).
 // The provisioner launches only from Ready pools.
+//
+// It also owns the template hash (karpenter.sh/nodepool-hash and
+// karpenter.sh/nodepool-hash-version, as Karpenter writes them): Hash
+// fingerprints spec.template minus requirements, resources and budgets; the
+// pool carries the current hash, each NodeClaim the hash it was created
+// from, and a change of HashVersion re-stamps older NodeClaims rather than
+// drifting them.
 package nodepool

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/nodepool"
 	"github.com/nodewright/nodewright/internal/sched"
 )
 
@@ -17,7 +18,7 @@ import (
 // NodeClass label (<group>/<lowercase kind>), and the template's taints,
 // startup taints, NodeClass, termination grace period and expiry. The
 // requirements and resource requests are the plan's.
-func NodeClaimFor(np *karpv1.NodePool, planned sched.NodeClaim) *karpv1.NodeClaim {
+func NodeClaimFor(np *karpv1.NodePool, planned sched.NodeClaim) (*karpv1.NodeClaim, error) {
 	tmpl := np.Spec.Template
 	labels := map[string]string{}
 	for k, v := range tmpl.ObjectMeta.Labels {
@@ -57,7 +58,12 @@ func NodeClaimFor(np *karpv1.NodePool, planned sched.NodeClaim) *karpv1.NodeClai
 	if planned.MinValuesRelaxed {
 		nc.Annotations = withAnnotation(nc.Annotations, karpv1.AnnotationNodeClaimMinValuesRelaxed, "true")
 	}
-	return nc
+	hash, err := nodepool.Hash(np)
+	if err != nil {
+		return nil, err
+	}
+	nc.Annotations, _ = nodepool.Stamped(nc.Annotations, hash)
+	return nc, nil
 }
 
 func withAnnotation(m map[string]string, k, v string) map[string]string {

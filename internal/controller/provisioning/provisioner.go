@@ -86,7 +86,11 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	var created []*karpv1.NodeClaim
 	var errs []error
 	for _, planned := range plan.NodeClaims {
-		nc := NodeClaimFor(byName[planned.NodePool], planned)
+		nc, err := NodeClaimFor(byName[planned.NodePool], planned)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := p.kube.Create(ctx, nc); err != nil {
 			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", planned.NodePool, err))
 			continue

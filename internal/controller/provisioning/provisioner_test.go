@@ -21,6 +21,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/controller/nodepool"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -128,6 +129,9 @@ func TestProvisionCreatesNodeClaimsAsKarpenterDoes(t *testing.T) {
 	}
 	if len(nc.Spec.Taints) != 1 || nc.Spec.NodeClassRef.Name != "default" || nc.Spec.ExpireAfter.String() != "720h0m0s" {
 		t.Errorf("spec %+v", nc.Spec)
+	}
+	if hash, _ := nodepool.Hash(kwokPool("web")); nc.Annotations[karpv1.AnnotationNodePoolHash] != hash || nc.Annotations[karpv1.AnnotationNodePoolHashVersion] != nodepool.HashVersion {
+		t.Errorf("annotations %v, want the pool's template hash %s (%s)", nc.Annotations, hash, nodepool.HashVersion)
 	}
 	if cpu := nc.Spec.Resources.Requests[corev1.ResourceCPU]; cpu.String() != "1500m" {
 		t.Errorf("requests %v, want the two pods' 1500m", nc.Spec.Resources.Requests)

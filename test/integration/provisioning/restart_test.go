@@ -44,7 +44,7 @@ func TestRestartMidLaunchLaunchesNothingTwiceAndLeavesNoOrphan(t *testing.T) {
 
 	// The state the crash left: a NodeClaim without a provider ID whose
 	// instance exists, and an instance whose NodeClaim is gone.
-	claim := provisioning.NodeClaimFor(pool, sched.NodeClaim{
+	claim, err := provisioning.NodeClaimFor(pool, sched.NodeClaim{
 		Requirements: []karpv1.NodeSelectorRequirementWithMinValues{
 			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c-2x-amd64-linux"}},
 			{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
@@ -52,6 +52,9 @@ func TestRestartMidLaunchLaunchesNothingTwiceAndLeavesNoOrphan(t *testing.T) {
 		},
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	claim.GenerateName, claim.Name = "", "restart-crashed"
 	if err := admin.Create(ctx, claim); err != nil {
 		t.Fatal(err)
