@@ -34,12 +34,13 @@ generate: tools ## Regenerate deepcopy functions and CRDs from the API types.
 	$(BIN)/controller-gen crd output:crd:artifacts:config=api/crds paths=./api/...
 	$(BIN)/crdpatch api/crds/*.yaml
 
-verify: generate ## gofmt, go vet, and generated files up to date.
+verify: generate ## gofmt, go vet, go.mod tidy, and generated files up to date.
 	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
 	if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	go vet ./...
 	go vet -tags integration ./test/integration/...
 	cd hack && go vet ./crdpatch
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit"; exit 1; }
 	@if [[ -n "$$(git status --porcelain -- api)" ]]; then \
 		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api; exit 1; fi
 
