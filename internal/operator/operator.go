@@ -95,14 +95,15 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	}
 	ctrl.SetLogger(conf.Logger)
 	mgr, err := ctrl.NewManager(restConfig, manager.Options{
-		Scheme:                  scheme,
-		Logger:                  conf.Logger,
-		Metrics:                 metricsserver.Options{BindAddress: conf.MetricsAddr},
-		HealthProbeBindAddress:  conf.HealthAddr,
-		LeaderElection:          conf.LeaderElection,
-		LeaderElectionID:        "nodewright-leader-election",
-		LeaderElectionNamespace: conf.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &conf.Embedded},
+		Scheme:                        scheme,
+		Logger:                        conf.Logger,
+		Metrics:                       metricsserver.Options{BindAddress: conf.MetricsAddr},
+		HealthProbeBindAddress:        conf.HealthAddr,
+		LeaderElection:                conf.LeaderElection,
+		LeaderElectionID:              "nodewright-leader-election",
+		LeaderElectionNamespace:       conf.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // a replica shutting down hands over at once
+		Controller:                    config.Controller{SkipNameValidation: &conf.Embedded},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
