@@ -226,6 +226,9 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	}
 	if nc != nil {
 		c.setCondition(ctx, nc, karpv1.ConditionTypeDrained, metav1.ConditionTrue, karpv1.ConditionTypeDrained, "")
+		if waiting, err := c.awaitVolumes(ctx, nc, node, pointers(pods.Items)); waiting || err != nil {
+			return reconcile.Result{RequeueAfter: volumeRequeue}, err
+		}
 		if done, err := c.terminateInstance(ctx, nc); !done || err != nil {
 			return reconcile.Result{RequeueAfter: 5 * time.Second}, err
 		}

@@ -7,7 +7,9 @@
 // (non-critical pods, then non-critical DaemonSet pods, then critical pods,
 // then critical DaemonSet pods), waiting on karpenter.sh/do-not-disrupt pods
 // instead of evicting them, and deleting pods outright only once the
-// deadline leaves them no time to terminate gracefully. Then the instance is
-// deleted and the Node's finalizer removed. The drain plan is a pure
-// function of the pods, the time and the deadline.
+// deadline leaves them no time to terminate gracefully. Then it waits for
+// the node's VolumeAttachments to go (all but those of pods the drain leaves
+// behind; never past the deadline), the instance is deleted and the Node's
+// finalizer removed. The drain plan and the attachments still pending are
+// pure functions of the pods, the attachments, the time and the deadline.
 package termination
