@@ -32,6 +32,8 @@ type Metrics struct {
 	evictionRequests     *prometheus.CounterVec
 	schedulingDuration   *prometheus.HistogramVec
 	buildInfo            *prometheus.GaugeVec
+	nodePoolLimit        *prometheus.GaugeVec
+	nodePoolUsage        *prometheus.GaugeVec
 }
 
 func counter(subsystem, name, help string, labels ...string) *prometheus.CounterVec {
@@ -61,12 +63,17 @@ func New(reg prometheus.Registerer, version, commit string) (*Metrics, error) {
 			Help:    "Duration of one scheduling simulation, by controller.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}, []string{"controller"}),
+		nodePoolLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "karpenter", Subsystem: "nodepools", Name: "limit",
+			Help: "The nodepool's limit, by resource type."}, []string{"resource_type", "nodepool"}),
+		nodePoolUsage: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
+			Help: "The capacity of the nodepool's nodes, by resource type."}, []string{"resource_type", "nodepool"}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "karpenter", Name: "build_info",
 			Help: "Build information: 1, labelled by version, Go version, architecture and commit."},
 			[]string{"version", "goversion", "goarch", "commit"}),
 	}
 	for _, c := range []prometheus.Collector{m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted,
-		m.nodesCreated, m.nodesTerminated, m.nodesDrained, m.evictionRequests, m.schedulingDuration, m.buildInfo} {
+		m.nodesCreated, m.nodesTerminated, m.nodesDrained, m.evictionRequests, m.schedulingDuration, m.buildInfo,
+		m.nodePoolLimit, m.nodePoolUsage} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -135,4 +142,29 @@ func (m *Metrics) ObserveScheduling(controller string, seconds float64) {
 		return
 	}
 	m.schedulingDuration.WithLabelValues(controller).Observe(seconds)
+}
+
+// NodePool sets a pool's limit and usage gauges; resources it no longer
+// limits or uses disappear. Resources are in their base unit (cores,
+// bytes, counts).
+func (m *Metrics) NodePool(name string, limits, usage corev1.ResourceList) {
+	if m == nil {
+		return
+	}
+	m.ForgetNodePool(name)
+	for r, q := range limits {
+		m.nodePoolLimit.WithLabelValues(string(r), name).Set(q.AsApproximateFloat64())
+	}
+	for r, q := range usage {
+		m.nodePoolUsage.WithLabelValues(string(r), name).Set(q.AsApproximateFloat64())
+	}
+}
+
+// ForgetNodePool drops a deleted pool's gauges.
+func (m *Metrics) ForgetNodePool(name string) {
+	if m == nil {
+		return
+	}
+	m.nodePoolLimit.DeletePartialMatch(prometheus.Labels{"nodepool": name})
+	m.nodePoolUsage.DeletePartialMatch(prometheus.Labels{"nodepool": name})
 }

@@ -139,7 +139,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter"), m).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
 	}
-	if err := nodepool.New(kube, conf.Clock).SetupWithManager(mgr); err != nil {
+	if err := nodepool.New(kube, conf.Clock, m).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodepool status controller: %w", err)
 	}
 	if err := termination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {

@@ -21,16 +21,20 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 // Controller maintains NodePool status.
 type Controller struct {
-	kube  client.Client
-	clock clock.Clock
+	kube    client.Client
+	clock   clock.Clock
+	metrics *metrics.Metrics
 }
 
 // New wires the controller.
-func New(kube client.Client, clk clock.Clock) *Controller { return &Controller{kube: kube, clock: clk} }
+func New(kube client.Client, clk clock.Clock, m *metrics.Metrics) *Controller {
+	return &Controller{kube: kube, clock: clk, metrics: m}
+}
 
 // SetupWithManager registers the reconciler, woken by NodePools, their
 // nodes and NodeClasses.
@@ -68,6 +72,9 @@ func (c *Controller) poolsOfNodeClass(ctx context.Context, o client.Object) []re
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.metrics.ForgetNodePool(req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if err := c.stampHash(ctx, np); err != nil {
@@ -91,6 +98,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("listing the nodes of nodepool %s: %w", np.Name, err)
 	}
 	np.Status.Resources = Resources(nodes.Items)
+	c.metrics.NodePool(np.Name, corev1.ResourceList(np.Spec.Limits), np.Status.Resources)
 	count := int64(len(nodes.Items))
 	np.Status.Nodes = &count
 	if !equality.Semantic.DeepEqual(before, &np.Status) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 func mustHash(t *testing.T, np *karpv1.NodePool) string {
@@ -81,7 +83,9 @@ func TestReconcileStampsTheHash(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	np := pool()
+	np := pool(func(np *karpv1.NodePool) {
+		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
+	})
 	claim := func(name, hash, version string) *karpv1.NodeClaim {
 		return &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: np.Name},
 			Annotations: map[string]string{karpv1.AnnotationNodePoolHash: hash, karpv1.AnnotationNodePoolHashVersion: version}}}
@@ -89,7 +93,13 @@ func TestReconcileStampsTheHash(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&karpv1.NodePool{}).
 		WithObjects(np, claim("old-version", "123", "v2"), claim("current", "456", HashVersion)).Build()
 	ctx := context.Background()
-	if _, err := New(kube, clocktesting.NewFakeClock(time.Now())).Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(np)}); err != nil {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, "test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller := New(kube, clocktesting.NewFakeClock(time.Now()), m)
+	if _, err := controller.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(np)}); err != nil {
 		t.Fatal(err)
 	}
 	want := mustHash(t, np)
