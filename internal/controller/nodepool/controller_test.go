@@ -26,12 +26,7 @@ import (
 // The pool's limit and usage are exported as Karpenter's gauges, and
 // dropped with the pool.
 func TestReconcileExportsLimitAndUsage(t *testing.T) {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme} {
-		if err := add(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := testScheme(t)
 	np := pool(func(np *karpv1.NodePool) {
 		np.Spec.Limits = karpv1.Limits{corev1.ResourceCPU: resource.MustParse("10")}
 	})
@@ -78,4 +73,15 @@ karpenter_nodepools_usage{nodepool="default",resource_type="pods"} 0
 	if n, _ := testutil.GatherAndCount(reg, "karpenter_nodepools_limit", "karpenter_nodepools_usage"); n != 0 {
 		t.Errorf("%d nodepool series left after the pool was deleted", n)
 	}
+}
+
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
