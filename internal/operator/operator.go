@@ -160,7 +160,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		return err
 	}
 	provisioner := provisioning.NewProvisioner(kube, provider, cluster, mgr.GetEventRecorderFor("karpenter"), provisioning.Options{
-		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m,
+		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: conf.Clock,
 	})
 	if err := mgr.Add(provisioning.Loop(provisioner, batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -42,7 +41,7 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 			Pods: bound[n.Name], NodePool: pool, Initialized: true, MarkedForDeletion: n.Spec.Unschedulable,
 		})
 		if pool != "" {
-			usage[pool] = addCapacity(usage[pool], n.Status.Capacity)
+			usage[pool] = sched.AddNode(usage[pool], n.Status.Capacity)
 		}
 	}
 	for _, nc := range set.NodeClaims {
@@ -55,11 +54,11 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 			continue
 		}
 		in.Nodes = append(in.Nodes, sched.Node{
-			Name: nc.Name, Labels: claimLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
+			Name: nc.Name, Labels: sched.InFlightLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
 			NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true,
 		})
 		if pool != "" {
-			usage[pool] = addCapacity(usage[pool], nc.Status.Capacity)
+			usage[pool] = sched.AddNode(usage[pool], nc.Status.Capacity)
 		}
 	}
 	for _, np := range set.NodePools {
@@ -69,36 +68,6 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 		in.NodePools = append(in.NodePools, sched.NodePool{NodePool: np, InstanceTypes: its, Usage: usage[np.Name]})
 	}
 	return in, warnings
-}
-
-// claimLabels: the NodeClaim's labels and its single-valued requirements.
-func claimLabels(nc *karpv1.NodeClaim) map[string]string {
-	labels := map[string]string{}
-	for _, r := range nc.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
-	}
-	for k, v := range nc.Labels {
-		labels[k] = v
-	}
-	return labels
-}
-
-// addCapacity adds a node's capacity, and one node, to a pool's usage.
-func addCapacity(total, capacity corev1.ResourceList) corev1.ResourceList {
-	if total == nil {
-		total = corev1.ResourceList{}
-	}
-	for name, q := range capacity {
-		cur := total[name]
-		cur.Add(q)
-		total[name] = cur
-	}
-	nodes := total["nodes"]
-	nodes.Add(resource.MustParse("1"))
-	total["nodes"] = nodes
-	return total
 }
 
 func missingNodeClass(set *manifest.Set, np *karpv1.NodePool) string {

@@ -3,6 +3,7 @@ package sched
 import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -84,3 +85,35 @@ const (
 	MinValuesStrict     MinValuesPolicy = "Strict"
 	MinValuesBestEffort MinValuesPolicy = "BestEffort"
 )
+
+// AddNode adds one node's capacity, and a count of one under "nodes", to a
+// pool's usage (the form NodePool.Usage takes) and returns it.
+func AddNode(usage, capacity corev1.ResourceList) corev1.ResourceList {
+	if usage == nil {
+		usage = corev1.ResourceList{}
+	}
+	for name, q := range capacity {
+		cur := usage[name]
+		cur.Add(q)
+		usage[name] = cur
+	}
+	nodes := usage["nodes"]
+	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	usage["nodes"] = nodes
+	return usage
+}
+
+// InFlightLabels are the labels a NodeClaim's node will carry: its
+// single-valued In requirements, overridden by its own labels.
+func InFlightLabels(nc *karpv1.NodeClaim) map[string]string {
+	labels := map[string]string{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	return labels
+}

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -94,7 +93,7 @@ func (c *Cluster) Snapshot() Snapshot {
 			addUsage(snap.Usage, pool, firstNonEmpty(node.Status.Capacity, nc.Status.Capacity))
 		case len(nc.Status.Allocatable) > 0:
 			snap.Nodes = append(snap.Nodes, sched.Node{
-				Name: nc.Name, Labels: claimLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
+				Name: nc.Name, Labels: sched.InFlightLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Status.Allocatable,
 				Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true, MarkedForDeletion: isDeleting(nil, nc),
 			})
 			addUsage(snap.Usage, pool, nc.Status.Capacity)
@@ -156,39 +155,11 @@ func (s Snapshot) Input(pools []sched.NodePool) sched.Input {
 	}
 }
 
-// claimLabels: a NodeClaim's labels and its single-valued requirements, the
-// labels its node will carry.
-func claimLabels(nc *karpv1.NodeClaim) map[string]string {
-	labels := map[string]string{}
-	for _, r := range nc.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
-	}
-	for k, v := range nc.Labels {
-		labels[k] = v
-	}
-	return labels
-}
-
 // addUsage adds a node's capacity, and one node, to a pool's usage.
 func addUsage(usage map[string]corev1.ResourceList, pool string, capacity corev1.ResourceList) {
-	if pool == "" {
-		return
+	if pool != "" {
+		usage[pool] = sched.AddNode(usage[pool], capacity)
 	}
-	total := usage[pool]
-	if total == nil {
-		total = corev1.ResourceList{}
-	}
-	for name, q := range capacity {
-		cur := total[name]
-		cur.Add(q)
-		total[name] = cur
-	}
-	nodes := total["nodes"]
-	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
-	total["nodes"] = nodes
-	usage[pool] = total
 }
 
 func firstNonEmpty(lists ...corev1.ResourceList) corev1.ResourceList {

@@ -3,7 +3,6 @@ package provisioning
 import (
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -75,5 +74,3 @@ func withAnnotation(m map[string]string, k, v string) map[string]string {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-func resourceOne() *resource.Quantity { return resource.NewQuantity(1, resource.DecimalSI) }

@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
-	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
 
@@ -37,6 +36,8 @@ type Options struct {
 	Unavailable *state.UnavailableOfferings
 	// Metrics records nodeclaims created and solve durations; nil: none.
 	Metrics *metrics.Metrics
+	// Clock times solves for the metric; nil: the real clock.
+	Clock clock.PassiveClock
 }
 
 // Provisioner makes one provisioning decision at a time.
@@ -52,6 +53,9 @@ type Provisioner struct {
 func NewProvisioner(kube client.Client, provider cloudprovider.CloudProvider, cluster *state.Cluster, recorder record.EventRecorder, opts Options) *Provisioner {
 	if opts.NominationTTL == 0 {
 		opts.NominationTTL = 20 * time.Second
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	return &Provisioner{kube: kube, provider: provider, cluster: cluster, recorder: recorder, opts: opts}
 }
@@ -79,9 +83,9 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	if p.opts.Unavailable != nil {
 		in.Unavailable = p.opts.Unavailable.IsUnavailable
 	}
-	start := time.Now() // wall time: the metric measures the solver itself
+	start := p.opts.Clock.Now()
 	plan := sched.Solve(in)
-	p.opts.Metrics.ObserveScheduling("provisioner", time.Since(start).Seconds())
+	p.opts.Metrics.ObserveScheduling("provisioner", p.opts.Clock.Since(start).Seconds())
 
 	var created []*karpv1.NodeClaim
 	var errs []error
@@ -116,9 +120,9 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 }
 
 // pools gathers the Ready NodePools this provider serves, with their
-// instance types and usage: the capacity the snapshot
-// knows, plus each NodeClaim not launched yet counted by its largest
-// instance-type option, so limits hold across batches.
+// instance types and usage: the capacity of their nodes and launched
+// NodeClaims. No NodeClaim is still launching here (Provision waits for
+// them), so limits hold across batches.
 func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
 	var out []sched.NodePool
 	byName := map[string]*karpv1.NodePool{}
@@ -136,48 +140,10 @@ func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.N
 			}
 			continue // Karpenter skips a pool whose instance types cannot be read
 		}
-		usage := snap.Usage[np.Name].DeepCopy()
-		for _, nc := range snap.Launching[np.Name] {
-			usage = addLargestOption(usage, nc, types)
-		}
-		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: usage})
+		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: snap.Usage[np.Name]})
 		byName[np.Name] = np
 	}
 	return out, byName, nil
-}
-
-// addLargestOption adds the capacity of the largest instance type a
-// launching NodeClaim may become, and one node.
-func addLargestOption(usage corev1.ResourceList, nc *karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
-	if usage == nil {
-		usage = corev1.ResourceList{}
-	}
-	var options []string
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
-			options = r.Values
-		}
-	}
-	largest := corev1.ResourceList{}
-	for _, it := range types {
-		if len(options) > 0 && !slices.Contains(options, it.Name) {
-			continue
-		}
-		for name, q := range it.Capacity {
-			if cur, ok := largest[name]; !ok || q.Cmp(cur) > 0 {
-				largest[name] = q
-			}
-		}
-	}
-	for name, q := range largest {
-		cur := usage[name]
-		cur.Add(q)
-		usage[name] = cur
-	}
-	nodes := usage["nodes"]
-	nodes.Add(*resourceOne())
-	usage["nodes"] = nodes
-	return usage
 }
 
 // launching reports whether a NodeClaim still waits for its provider ID.
