@@ -30,3 +30,16 @@ func Files() ([]string, map[string][]byte, error) {
 	}
 	return entries, out, nil
 }
+
+// Manifests returns the CRD manifests in the order of Files.
+func Manifests() ([][]byte, error) {
+	names, files, err := Files()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(names))
+	for i, name := range names {
+		out[i] = files[name]
+	}
+	return out, nil
+}

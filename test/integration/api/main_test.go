@@ -37,14 +37,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "control plane:", err)
 		return 1
 	}
-	names, files, err := crds.Files()
+	manifests, err := crds.Manifests()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	manifests := make([][]byte, 0, len(names))
-	for _, n := range names {
-		manifests = append(manifests, files[n])
 	}
 	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: binDir, CRDs: manifests})
 	if err != nil {

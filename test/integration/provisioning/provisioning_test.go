@@ -43,14 +43,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	names, files, err := crds.Files()
+	manifests, err := crds.Manifests()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
-	}
-	var manifests [][]byte
-	for _, n := range names {
-		manifests = append(manifests, files[n])
 	}
 	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: dir, ControllerManager: true, Scheduler: true, CRDs: manifests})
 	if err != nil {
