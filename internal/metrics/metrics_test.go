@@ -1,8 +1,10 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -24,23 +26,29 @@ func TestSeriesUseKarpentersNamesAndLabels(t *testing.T) {
 		Labels:      map[string]string{karpv1.LabelNodePool: "web", karpv1.LabelCapacityType: "spot", corev1.LabelTopologyZone: "zone-a"},
 		Annotations: map[string]string{karpv1.AnnotationNodeClaimMinValuesRelaxed: "true"},
 	}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: nc.Labels}}
+	created := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	deleted := metav1.NewTime(created.Add(time.Hour))
+	nc.DeletionTimestamp = &deleted
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: nc.Labels, CreationTimestamp: metav1.NewTime(created), DeletionTimestamp: &deleted}}
+	m.NodePool(&karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: karpv1.NodePoolSpec{Disruption: karpv1.Disruption{ConsolidationPolicy: karpv1.ConsolidationPolicyWhenEmpty}}})
 	m.NodeClaimCreated(nc, ReasonProvisioned)
 	m.NodeClaimCreated(nc, ReasonProvisioned)
 	m.NodeClaimDisrupted(nc, ReasonGarbageCollected)
-	m.NodeClaimTerminated(nc)
+	m.NodeClaimTerminated(nc, deleted.Add(40*time.Second))
 	m.NodeRegistered(node)
-	m.NodeTerminated(node, true)
-	m.NodeTerminated(node, false)
+	m.NodeTerminated(node, true, deleted.Add(20*time.Second))
+	m.NodeTerminated(node, false, deleted.Add(20*time.Second))
 	m.EvictionRequested(429)
+	m.PodDrained(DrainReasonForceful)
 
 	want := `
 # HELP karpenter_nodeclaims_created_total Number of nodeclaims created, by reason, nodepool and whether minValues were relaxed.
 # TYPE karpenter_nodeclaims_created_total counter
 karpenter_nodeclaims_created_total{min_values_relaxed="true",nodepool="web",reason="provisioned"} 2
-# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool and capacity type.
+# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool, capacity type, the pool's consolidation policy and how the node is terminated.
 # TYPE karpenter_nodeclaims_disrupted_total counter
-karpenter_nodeclaims_disrupted_total{capacity_type="spot",nodepool="web",reason="garbage_collected"} 1
+karpenter_nodeclaims_disrupted_total{capacity_type="spot",consolidation_policy="WhenEmpty",nodepool="web",reason="garbage_collected",termination_mode="forceful"} 1
 # HELP karpenter_nodeclaims_terminated_total Number of nodeclaims terminated, by nodepool, capacity type and zone.
 # TYPE karpenter_nodeclaims_terminated_total counter
 karpenter_nodeclaims_terminated_total{capacity_type="spot",nodepool="web",zone="zone-a"} 1
@@ -56,15 +64,69 @@ karpenter_nodes_terminated_total{nodepool="web",zone="zone-a"} 2
 # HELP karpenter_pods_eviction_requests_total Number of eviction requests, by the HTTP status code of the answer.
 # TYPE karpenter_pods_eviction_requests_total counter
 karpenter_pods_eviction_requests_total{code="429"} 1
+# HELP karpenter_pods_drained_total Number of pods drained from terminating nodes, by the reason the node was disrupted.
+# TYPE karpenter_pods_drained_total counter
+karpenter_pods_drained_total{reason="Forceful Termination"} 1
 `
 	names := []string{"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
-		"karpenter_nodes_created_total", "karpenter_nodes_drained_total", "karpenter_nodes_terminated_total", "karpenter_pods_eviction_requests_total"}
+		"karpenter_nodes_created_total", "karpenter_nodes_drained_total", "karpenter_nodes_terminated_total", "karpenter_pods_eviction_requests_total", "karpenter_pods_drained_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
+	}
+	durations := `
+# HELP karpenter_nodeclaims_termination_duration_seconds Seconds from a nodeclaim's deletion to the removal of its finalizer, by nodepool.
+# TYPE karpenter_nodeclaims_termination_duration_seconds histogram
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(durations+histogram("karpenter_nodeclaims_termination_duration_seconds", 40, 1)),
+		"karpenter_nodeclaims_termination_duration_seconds"); err != nil {
+		t.Error(err)
+	}
+	if sum := gatheredSum(t, reg, "karpenter_nodes_lifetime_duration_seconds"); sum != 2*(3600+20) {
+		t.Errorf("node lifetimes sum to %v s, want two nodes of 1 h 20 s", sum)
+	}
+	if sum := gatheredSum(t, reg, "karpenter_nodes_termination_duration_seconds"); sum != 40 {
+		t.Errorf("node terminations sum to %v s, want 2 × 20 s", sum)
 	}
 	if n, err := testutil.GatherAndCount(reg, "karpenter_build_info"); err != nil || n != 1 {
 		t.Errorf("karpenter_build_info series: %d, %v", n, err)
 	}
+}
+
+// histogram renders one nodepool="web" series of count observations of v
+// seconds in durationBuckets.
+func histogram(name string, v float64, count int) string {
+	var b strings.Builder
+	for _, le := range durationBuckets {
+		n := 0
+		if v <= le {
+			n = count
+		}
+		fmt.Fprintf(&b, "%s_bucket{nodepool=\"web\",le=\"%g\"} %d\n", name, le, n)
+	}
+	fmt.Fprintf(&b, "%s_bucket{nodepool=\"web\",le=\"+Inf\"} %d\n%s_sum{nodepool=\"web\"} %g\n%s_count{nodepool=\"web\"} %d\n",
+		name, count, name, v*float64(count), name, count)
+	return b.String()
+}
+
+// gatheredSum is the sum of a histogram's or summary's observations.
+func gatheredSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		sum := 0.0
+		for _, m := range f.GetMetric() {
+			sum += m.GetHistogram().GetSampleSum() + m.GetSummary().GetSampleSum()
+		}
+		return sum
+	}
+	t.Fatalf("no %s", name)
+	return 0
 }
 
 func TestNilMetricsRecordNothing(t *testing.T) {
@@ -72,9 +134,11 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	nc := &karpv1.NodeClaim{}
 	m.NodeClaimCreated(nc, ReasonProvisioned)
 	m.NodeClaimDisrupted(nc, ReasonLaunchTimeout)
-	m.NodeClaimTerminated(nc)
+	m.NodeClaimTerminated(nc, time.Now())
 	m.NodeRegistered(&corev1.Node{})
-	m.NodeTerminated(&corev1.Node{}, true)
+	m.NodeTerminated(&corev1.Node{}, true, time.Now())
+	m.PodDrained("")
+	m.NodePool(&karpv1.NodePool{})
 	m.EvictionRequested(200)
 	m.ObserveScheduling("provisioner", 1)
 }

@@ -2,12 +2,14 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,6 +27,7 @@ import (
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
 	"github.com/nodewright/nodewright/internal/controller/nodepool"
+	"github.com/nodewright/nodewright/internal/controller/nomination"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -136,7 +139,14 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := nodeclaim.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter"), m).SetupWithManager(mgr); err != nil {
+	if err := nomination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
+	if err := hinter.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the nomination controller: %w", err)
+	}
+	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter"), m).WithHinter(hinter).SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
 	}
 	if err := nodepool.New(kube, conf.Clock, m).SetupWithManager(mgr); err != nil {
@@ -155,6 +165,11 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := mgr.Add(gc.Runnable()); err != nil {
 		return err
 	}
+	unregister, err := registerClusterCollector(metrics.NewClusterCollector(cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
+	if err != nil {
+		return err
+	}
+	defer unregister()
 	batcher := provisioning.NewBatcher(conf.Clock, conf.BatchIdle, conf.BatchMax)
 	if err := feed(ctx, mgr.GetCache(), cluster, batcher.Trigger, batcher.Trigger); err != nil {
 		return err
@@ -189,6 +204,36 @@ func processMetrics(version string) (*metrics.Metrics, *cpmetrics.Metrics, error
 		}
 	})
 	return procMetrics, procCP, metricsErr
+}
+
+// registerClusterCollector serves the cluster gauges until unregister is
+// called. A second Run in the process (tests, the simulator) finds one
+// registered already and leaves it.
+func registerClusterCollector(c *metrics.ClusterCollector, log logr.Logger) (unregister func(), err error) {
+	if err := ctrlmetrics.Registry.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			log.Info("cluster gauges are served by another run in this process")
+			return func() {}, nil
+		}
+		return nil, fmt.Errorf("registering the cluster gauges: %w", err)
+	}
+	return func() { ctrlmetrics.Registry.Unregister(c) }, nil
+}
+
+// catalogPricer prices offerings from the instance types.
+func catalogPricer(types []catalog.InstanceType) metrics.Pricer {
+	type key struct{ instanceType, zone, capacityType string }
+	prices := map[key]float64{}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			prices[key{it.Name, o.Zone, o.CapacityType}] = o.Price
+		}
+	}
+	return func(instanceType, zone, capacityType string) (float64, bool) {
+		p, ok := prices[key{instanceType, zone, capacityType}]
+		return p, ok
+	}
 }
 
 // buildCommit is the VCS revision the binary was built from, or "".

@@ -2,6 +2,7 @@ package state
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,6 +158,32 @@ func (c *Cluster) Nominate(pods []*corev1.Pod, target string, ttl time.Duration)
 	for _, p := range pods {
 		c.nominated[key(p.Namespace, p.Name)] = nomination{until: until, target: target}
 	}
+}
+
+// NominatedTo returns the pods a live nomination plans onto target (a
+// NodeClaim or node name), sorted.
+func (c *Cluster) NominatedTo(target string) []types.NamespacedName {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []types.NamespacedName
+	for k, n := range c.nominated {
+		if n.target == target && now.Before(n.until) {
+			out = append(out, k)
+		}
+	}
+	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// NominationOf returns the target of a pod's live nomination, or "".
+func (c *Cluster) NominationOf(namespace, name string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if n, ok := c.nominated[key(namespace, name)]; ok && c.clock.Now().Before(n.until) {
+		return n.target
+	}
+	return ""
 }
 
 // Provisionable reports whether a pod is waiting for capacity: kube-scheduler

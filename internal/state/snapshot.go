@@ -54,6 +54,10 @@ func (c *Cluster) Snapshot() Snapshot {
 			if !isTerminal(p) {
 				bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
 			}
+		case p.Status.NominatedNodeName != "" && p.DeletionTimestamp == nil && !isTerminal(p):
+			// kube-scheduler keeps a nominated pod's room on that node for
+			// it (preemption, or a plan Nodewright handed over): so do we.
+			bound[p.Status.NominatedNodeName] = append(bound[p.Status.NominatedNodeName], p)
 		case provisionable(p):
 			if n, ok := c.nominated[k]; ok && now.Before(n.until) {
 				// Planned onto a node or claim: it holds its place there,

@@ -220,3 +220,37 @@ func TestNominatedPodsHoldTheirRoom(t *testing.T) {
 		t.Errorf("pending %q", names(snap.Pending))
 	}
 }
+
+// A pending pod whose status names a node (kube-scheduler's preemption, or
+// a plan handed over to it) holds its room on that node, as kube-scheduler's
+// nominator does, even after Nodewright's own nomination lapsed.
+func TestNominatedNodeNameHoldsRoom(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	c := NewCluster(clk)
+	c.UpdateNodeClaim(claim("web-1", "default", "kwok://i-1", true))
+	c.UpdateNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1"}, Spec: corev1.NodeSpec{ProviderID: "kwok://i-1"},
+		Status: corev1.NodeStatus{Allocatable: capacity("4")}})
+	a := unschedulable("a")
+	c.UpdatePod(a)
+	c.Nominate([]*corev1.Pod{a}, "web-1", time.Minute)
+	if got := c.NominatedTo("web-1"); len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("NominatedTo(web-1) = %v, want [default/a]", got)
+	}
+	if got := c.NominationOf("default", "a"); got != "web-1" {
+		t.Fatalf("NominationOf(a) = %q, want web-1", got)
+	}
+	handed := a.DeepCopy()
+	handed.Status.NominatedNodeName = "ip-10-0-0-1"
+	c.UpdatePod(handed)
+	clk.Step(2 * time.Minute) // Nodewright's nomination lapses
+	if got := c.NominatedTo("web-1"); len(got) != 0 {
+		t.Errorf("NominatedTo(web-1) = %v after the nomination expired, want none", got)
+	}
+	snap := c.Snapshot()
+	if len(snap.Pending) != 0 {
+		t.Errorf("pending %q: a pod nominated to a node is not provisionable", names(snap.Pending))
+	}
+	if len(snap.Nodes) != 1 || names(snap.Nodes[0].Pods) != "a" {
+		t.Errorf("nodes %+v: want a holding its room on ip-10-0-0-1", snap.Nodes)
+	}
+}

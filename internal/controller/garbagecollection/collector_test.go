@@ -90,9 +90,9 @@ func TestCollectWithKWOK(t *testing.T) {
 		t.Error("the owned claim was deleted")
 	}
 	want := `
-# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool and capacity type.
+# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool, capacity type, the pool's consolidation policy and how the node is terminated.
 # TYPE karpenter_nodeclaims_disrupted_total counter
-karpenter_nodeclaims_disrupted_total{capacity_type="",nodepool="",reason="garbage_collected"} 1
+karpenter_nodeclaims_disrupted_total{capacity_type="",consolidation_policy="",nodepool="",reason="garbage_collected",termination_mode="forceful"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodeclaims_disrupted_total"); err != nil {
 		t.Error(err)

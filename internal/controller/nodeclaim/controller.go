@@ -44,6 +44,20 @@ type Controller struct {
 	unavailable *state.UnavailableOfferings
 	recorder    record.EventRecorder
 	metrics     *metrics.Metrics
+	hinter      Hinter
+}
+
+// Hinter learns which node a NodeClaim registered as, before the node is
+// made schedulable (see internal/controller/nomination).
+type Hinter interface {
+	Hint(ctx context.Context, claim, node string) error
+}
+
+// WithHinter has registration tell h about each node before lifting its
+// unregistered taint.
+func (c *Controller) WithHinter(h Hinter) *Controller {
+	c.hinter = h
+	return c
 }
 
 // New wires the controller.
@@ -203,6 +217,14 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 	node := &nodes.Items[0]
 	if isTrue(nc, karpv1.ConditionTypeRegistered) {
 		return node, nil // synced once, at registration; agents own the node's taints since
+	}
+	if c.hinter != nil {
+		// Before the node can take pods, so kube-scheduler places the
+		// planned ones there first. A failed hint costs packing, not
+		// correctness: registration goes on.
+		if err := c.hinter.Hint(ctx, nc.Name, node.Name); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "nominating planned pods", "NodeClaim", nc.Name, "Node", node.Name)
+		}
 	}
 	if synced := SyncedNode(nc, node); !equality.Semantic.DeepEqual(synced, node) {
 		if err := c.kube.Patch(ctx, synced, client.MergeFrom(node)); err != nil {

@@ -237,9 +237,9 @@ func TestDecisions(t *testing.T) {
 func (e env) wantDisrupted(t *testing.T, reason string) {
 	t.Helper()
 	want := fmt.Sprintf(`
-# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool and capacity type.
+# HELP karpenter_nodeclaims_disrupted_total Number of nodeclaims disrupted, by reason, nodepool, capacity type, the pool's consolidation policy and how the node is terminated.
 # TYPE karpenter_nodeclaims_disrupted_total counter
-karpenter_nodeclaims_disrupted_total{capacity_type="",nodepool="default",reason=%q} 1
+karpenter_nodeclaims_disrupted_total{capacity_type="",consolidation_policy="",nodepool="default",reason=%q,termination_mode="forceful"} 1
 `, reason)
 	if err := testutil.GatherAndCompare(e.metrics, strings.NewReader(want), "karpenter_nodeclaims_disrupted_total"); err != nil {
 		t.Error(err)

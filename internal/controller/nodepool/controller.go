@@ -98,7 +98,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("listing the nodes of nodepool %s: %w", np.Name, err)
 	}
 	np.Status.Resources = Resources(nodes.Items)
-	c.metrics.NodePool(np.Name, corev1.ResourceList(np.Spec.Limits), np.Status.Resources)
+	c.metrics.NodePool(np)
 	count := int64(len(nodes.Items))
 	np.Status.Nodes = &count
 	if !equality.Semantic.DeepEqual(before, &np.Status) {

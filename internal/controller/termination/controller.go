@@ -146,7 +146,7 @@ func (c *Controller) reconcileNodeClaim(ctx context.Context, req reconcile.Reque
 	if err := c.kube.Patch(ctx, nc, patch); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer of nodeclaim %s: %w", nc.Name, err))
 	}
-	c.metrics.NodeClaimTerminated(nc)
+	c.metrics.NodeClaimTerminated(nc, c.clock.Now())
 	return reconcile.Result{}, nil
 }
 
@@ -204,12 +204,16 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 		if err := c.kube.Delete(ctx, f.Pod, client.GracePeriodSeconds(int64(f.Grace.Seconds()))); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting pod %s/%s from node %s: %w", f.Pod.Namespace, f.Pod.Name, node.Name, err)
 		}
+		c.metrics.PodDrained(metrics.DrainReasonForceful)
 	}
 	for _, p := range plan.Evict {
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
 			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}}
 		err := c.kube.SubResource("eviction").Create(ctx, p, eviction)
 		c.metrics.EvictionRequested(statusCode(err))
+		if err == nil {
+			c.metrics.PodDrained(disruptionReason(nc))
+		}
 		switch {
 		case err == nil, apierrors.IsNotFound(err), apierrors.IsConflict(err):
 		case apierrors.IsTooManyRequests(err):
@@ -263,8 +267,20 @@ func (c *Controller) release(ctx context.Context, node *corev1.Node, drained boo
 	if err := c.kube.Patch(ctx, node, patch); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of node %s: %w", node.Name, err))
 	}
-	c.metrics.NodeTerminated(node, drained)
+	c.metrics.NodeTerminated(node, drained, c.clock.Now())
 	return nil
+}
+
+// disruptionReason is why the NodeClaim is being disrupted (its
+// DisruptionReason condition), or "" when it was simply deleted.
+func disruptionReason(nc *karpv1.NodeClaim) string {
+	if nc == nil {
+		return ""
+	}
+	if c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil && c.Status == metav1.ConditionTrue {
+		return c.Reason
+	}
+	return ""
 }
 
 // statusCode is the HTTP status an API call was answered with.

@@ -82,17 +82,24 @@ func TestNodePoolLimitStopsProvisioning(t *testing.T) {
 		t.Errorf("nodepool status.resources.cpu = %s, want 4", cpu.String())
 	}
 	// The controller's /metrics registry counts the two launches.
-	if n := counterValue(t, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": "limited", "reason": "provisioned"}); n != 2 {
+	if n := metricValue(t, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": "limited", "reason": "provisioned"}); n != 2 {
 		t.Errorf("karpenter_nodeclaims_created_total{nodepool=limited} = %v, want 2", n)
 	}
-	if n := counterValue(t, "karpenter_nodes_created_total", map[string]string{"nodepool": "limited", "zone": "zone-a"}); n != 2 {
+	if n := metricValue(t, "karpenter_nodes_created_total", map[string]string{"nodepool": "limited", "zone": "zone-a"}); n != 2 {
 		t.Errorf("karpenter_nodes_created_total{nodepool=limited} = %v, want 2", n)
+	}
+	// The cluster gauges describe the two nodes: 2 CPUs each at 0.10 $/h.
+	if v := metricValue(t, "karpenter_nodepools_cost_total", map[string]string{"nodepool": "limited"}); v < 0.199 || v > 0.201 {
+		t.Errorf("karpenter_nodepools_cost_total{nodepool=limited} = %v, want 0.2", v)
+	}
+	if v := metricValue(t, "karpenter_cluster_state_node_count", nil); v < 2 {
+		t.Errorf("karpenter_cluster_state_node_count = %v, want at least the 2 nodes", v)
 	}
 }
 
-// counterValue reads a counter series from controller-runtime's registry,
-// the one the controller serves on its metrics address.
-func counterValue(t *testing.T, name string, labels map[string]string) float64 {
+// metricValue reads a counter or gauge series from controller-runtime's
+// registry, the one the controller serves on its metrics address.
+func metricValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
@@ -113,7 +120,7 @@ func counterValue(t *testing.T, name string, labels map[string]string) float64 {
 					continue series
 				}
 			}
-			return m.GetCounter().GetValue()
+			return m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return 0

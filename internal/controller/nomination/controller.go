@@ -1,0 +1,127 @@
+package nomination
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// PodNominatedNodeIndex indexes pods by status.nominatedNodeName.
+const PodNominatedNodeIndex = "status.nominatedNodeName"
+
+// Controller sets and clears the hints.
+type Controller struct {
+	kube    client.Client
+	cluster *state.Cluster
+	log     logr.Logger
+}
+
+// New wires the controller to the cluster model holding the nominations.
+func New(kube client.Client, cluster *state.Cluster, log logr.Logger) *Controller {
+	return &Controller{kube: kube, cluster: cluster, log: log}
+}
+
+// IndexFields registers the pod index the controller clears hints by.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNominatedNodeIndex, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Status.NominatedNodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by nominated node: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the reconciler, keyed by NodeClaim and woken by
+// NodeClaims and by the pods planned onto them (a pod whose hint
+// kube-scheduler cleared).
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.nomination").
+		For(&karpv1.NodeClaim{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if target := c.cluster.NominationOf(o.GetNamespace(), o.GetName()); target != "" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: target}}}
+			}
+			return nil
+		})).
+		Complete(c)
+}
+
+// Reconcile hints the pods planned onto a starting NodeClaim's node, or
+// clears the hints on a deleted NodeClaim's node.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil {
+		return reconcile.Result{}, c.clear(ctx, nc.Status.NodeName)
+	}
+	if nc.Status.NodeName == "" {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, c.Hint(ctx, nc.Name, nc.Status.NodeName)
+}
+
+// Hint sets status.nominatedNodeName to node on the pending pods planned
+// onto claim. The NodeClaim lifecycle controller calls it when the node
+// registers, before lifting the unregistered taint.
+func (c *Controller) Hint(ctx context.Context, claim, node string) error {
+	var errs []error
+	for _, key := range c.cluster.NominatedTo(claim) {
+		p := &corev1.Pod{}
+		if err := c.kube.Get(ctx, key, p); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		if !wantsHint(p, node) {
+			continue
+		}
+		errs = append(errs, c.setNominatedNode(ctx, p, node))
+	}
+	return errors.Join(errs...)
+}
+
+// clear removes the hints pointing at a node that is going away.
+func (c *Controller) clear(ctx context.Context, node string) error {
+	if node == "" {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{PodNominatedNodeIndex: node}); err != nil {
+		return fmt.Errorf("listing pods nominated to node %s: %w", node, err)
+	}
+	var errs []error
+	for i := range pods.Items {
+		if staleHint(&pods.Items[i], node) {
+			errs = append(errs, c.setNominatedNode(ctx, &pods.Items[i], ""))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) setNominatedNode(ctx context.Context, p *corev1.Pod, node string) error {
+	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p.Status.NominatedNodeName = node
+	if err := c.kube.Status().Patch(ctx, p, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return nil // the pod changed: its update event brings us back
+		}
+		return fmt.Errorf("setting the nominated node of pod %s/%s to %q: %w", p.Namespace, p.Name, node, err)
+	}
+	c.log.V(1).Info("nominated node", "Pod", client.ObjectKeyFromObject(p), "Node", node)
+	return nil
+}

@@ -1,0 +1,64 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+)
+
+// Inventory is what the cluster holds right now, for reporting (metrics):
+// every node with its NodeClaim and pods, NodeClaims with no node yet, and
+// every pod. Objects are shared with the model: read them, never modify.
+type Inventory struct {
+	Nodes []NodeView
+	// Pending are NodeClaims whose node has not registered.
+	Pending []*karpv1.NodeClaim
+	Pods    []*corev1.Pod
+}
+
+// NodeView is a node, its NodeClaim (nil for a node Nodewright does not
+// manage) and the non-terminal pods bound to it.
+type NodeView struct {
+	Node  *corev1.Node
+	Claim *karpv1.NodeClaim
+	Pods  []*corev1.Pod
+}
+
+// Inventory returns the current holdings, nodes and pods sorted by name.
+func (c *Cluster) Inventory() Inventory {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var inv Inventory
+	bound := map[string][]*corev1.Pod{}
+	for _, k := range sortedKeys(c.pods, types.NamespacedName.String) {
+		p := c.pods[k]
+		inv.Pods = append(inv.Pods, p)
+		if p.Spec.NodeName != "" && !isTerminal(p) {
+			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+		}
+	}
+	claimOf := map[string]*karpv1.NodeClaim{}
+	for _, name := range sortedKeys(c.nodeClaims, name) {
+		nc := c.nodeClaims[name]
+		if nc.Status.ProviderID != "" {
+			claimOf[nc.Status.ProviderID] = nc
+		}
+	}
+	registered := map[*karpv1.NodeClaim]bool{}
+	for _, name := range sortedKeys(c.nodes, name) {
+		n := c.nodes[name]
+		nc := claimOf[n.Spec.ProviderID]
+		if n.Spec.ProviderID == "" {
+			nc = nil
+		}
+		registered[nc] = true
+		inv.Nodes = append(inv.Nodes, NodeView{Node: n, Claim: nc, Pods: bound[name]})
+	}
+	for _, name := range sortedKeys(c.nodeClaims, name) {
+		if nc := c.nodeClaims[name]; !registered[nc] {
+			inv.Pending = append(inv.Pending, nc)
+		}
+	}
+	return inv
+}
