@@ -15,62 +15,102 @@ import (
 	"github.com/nodewright/nodewright/internal/state"
 )
 
-// feed keeps the cluster model current from the manager's informers, and
-// calls onPending for pods that may need capacity and onClaimGone when a
-// NodeClaim disappears (its pods may need capacity again).
-func feed(ctx context.Context, informers ctrlcache.Cache, cluster *state.Cluster, onPending, onClaimGone func()) error {
-	type binding struct {
-		obj    client.Object
-		update func(any)
-		remove func(any)
-	}
-	bindings := []binding{
-		{&corev1.Pod{}, func(o any) {
-			p := o.(*corev1.Pod)
-			cluster.UpdatePod(p)
-			if cluster.Provisionable(p) {
-				onPending()
-			}
-		}, func(o any) { p := o.(*corev1.Pod); cluster.DeletePod(p.Namespace, p.Name) }},
-		{&corev1.Node{}, func(o any) { cluster.UpdateNode(o.(*corev1.Node)) }, func(o any) { cluster.DeleteNode(o.(*corev1.Node).Name) }},
-		{&karpv1.NodeClaim{}, func(o any) { cluster.UpdateNodeClaim(o.(*karpv1.NodeClaim)) }, func(o any) {
-			cluster.DeleteNodeClaim(o.(*karpv1.NodeClaim).Name)
-			onClaimGone()
-		}},
-		{&karpv1.NodePool{}, func(o any) { cluster.UpdateNodePool(o.(*karpv1.NodePool)); onPending() }, func(o any) { cluster.DeleteNodePool(o.(*karpv1.NodePool).Name) }},
-		{&appsv1.DaemonSet{}, func(o any) { cluster.UpdateDaemonSet(o.(*appsv1.DaemonSet)) }, func(o any) {
-			ds := o.(*appsv1.DaemonSet)
-			cluster.DeleteDaemonSet(ds.Namespace, ds.Name)
-		}},
-		{&corev1.Namespace{}, func(o any) { cluster.UpdateNamespace(o.(*corev1.Namespace)) }, func(o any) { cluster.DeleteNamespace(o.(*corev1.Namespace).Name) }},
-		{&corev1.PersistentVolumeClaim{}, func(o any) { cluster.UpdatePersistentVolumeClaim(o.(*corev1.PersistentVolumeClaim)) }, func(o any) {
-			c := o.(*corev1.PersistentVolumeClaim)
-			cluster.DeletePersistentVolumeClaim(c.Namespace, c.Name)
-		}},
-		{&corev1.PersistentVolume{}, func(o any) { cluster.UpdatePersistentVolume(o.(*corev1.PersistentVolume)) }, func(o any) {
-			cluster.DeletePersistentVolume(o.(*corev1.PersistentVolume).Name)
-		}},
-		{&storagev1.StorageClass{}, func(o any) { cluster.UpdateStorageClass(o.(*storagev1.StorageClass)) }, func(o any) {
-			cluster.DeleteStorageClass(o.(*storagev1.StorageClass).Name)
-		}},
-	}
-	for _, b := range bindings {
-		informer, err := informers.GetInformer(ctx, b.obj)
-		if err != nil {
-			return fmt.Errorf("watching %T: %w", b.obj, err)
+// ObservedKinds are the kinds the cluster model follows.
+func ObservedKinds() []client.Object {
+	return []client.Object{&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &appsv1.DaemonSet{},
+		&corev1.Namespace{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{}}
+}
+
+// Observe applies one change (obj created or updated, or deleted) to the
+// cluster model, and triggers a provisioning batch when it may need a
+// decision: a provisionable pod, a NodePool change, a NodeClaim gone (its
+// pods need a place again). Objects of other kinds are ignored.
+func Observe(cluster *state.Cluster, trigger func(), obj client.Object, deleted bool) {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if deleted {
+			cluster.DeletePod(o.Namespace, o.Name)
+			return
 		}
-		update, remove := b.update, b.remove
+		cluster.UpdatePod(o)
+		if cluster.Provisionable(o) {
+			trigger()
+		}
+	case *corev1.Node:
+		if deleted {
+			cluster.DeleteNode(o.Name)
+			return
+		}
+		cluster.UpdateNode(o)
+	case *karpv1.NodeClaim:
+		if deleted {
+			cluster.DeleteNodeClaim(o.Name)
+			trigger()
+			return
+		}
+		cluster.UpdateNodeClaim(o)
+	case *karpv1.NodePool:
+		if deleted {
+			cluster.DeleteNodePool(o.Name)
+			return
+		}
+		cluster.UpdateNodePool(o)
+		trigger()
+	case *appsv1.DaemonSet:
+		if deleted {
+			cluster.DeleteDaemonSet(o.Namespace, o.Name)
+			return
+		}
+		cluster.UpdateDaemonSet(o)
+	case *corev1.Namespace:
+		if deleted {
+			cluster.DeleteNamespace(o.Name)
+			return
+		}
+		cluster.UpdateNamespace(o)
+	case *corev1.PersistentVolumeClaim:
+		if deleted {
+			cluster.DeletePersistentVolumeClaim(o.Namespace, o.Name)
+			return
+		}
+		cluster.UpdatePersistentVolumeClaim(o)
+	case *corev1.PersistentVolume:
+		if deleted {
+			cluster.DeletePersistentVolume(o.Name)
+			return
+		}
+		cluster.UpdatePersistentVolume(o)
+	case *storagev1.StorageClass:
+		if deleted {
+			cluster.DeleteStorageClass(o.Name)
+			return
+		}
+		cluster.UpdateStorageClass(o)
+	}
+}
+
+// feed keeps the cluster model current from the manager's informers (no
+// periodic LISTs), triggering provisioning as Observe says.
+func feed(ctx context.Context, informers ctrlcache.Cache, cluster *state.Cluster, trigger func()) error {
+	for _, kind := range ObservedKinds() {
+		informer, err := informers.GetInformer(ctx, kind)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", kind, err)
+		}
+		observe := func(o any, deleted bool) {
+			if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = tomb.Obj
+			}
+			if obj, ok := o.(client.Object); ok {
+				Observe(cluster, trigger, obj, deleted)
+			}
+		}
 		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    update,
-			UpdateFunc: func(_, o any) { update(o) },
-			DeleteFunc: func(o any) {
-				if tomb, ok := o.(cache.DeletedFinalStateUnknown); ok {
-					o = tomb.Obj
-				}
-				remove(o)
-			},
+			AddFunc:    func(o any) { observe(o, false) },
+			UpdateFunc: func(_, o any) { observe(o, false) },
+			DeleteFunc: func(o any) { observe(o, true) },
 		}); err != nil {
-			return fmt.Errorf("handling %T events: %w", b.obj, err)
+			return fmt.Errorf("handling %T events: %w", kind, err)
 		}
 	}
 	return nil

@@ -24,19 +24,12 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
-	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
-	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
-	"github.com/nodewright/nodewright/internal/controller/nodepool"
-	"github.com/nodewright/nodewright/internal/controller/nomination"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
-	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
-	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 	cpmetrics "github.com/nodewright/nodewright/pkg/cloudprovider/metrics"
-	"github.com/nodewright/nodewright/providers/kwok"
 )
 
 // Config is everything Run needs; `nodewright controller` fills it from
@@ -118,66 +111,31 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		return err
 	}
 
-	kube := mgr.GetClient()
-	kwokProvider := kwok.New(kube, conf.InstanceTypes)
-	for _, o := range conf.KWOKRefusedOfferings {
-		kwokProvider.RefuseOffering(o)
-	}
 	m, cpm, err := processMetrics(conf.Version)
 	if err != nil {
 		return err
 	}
-	var provider cloudprovider.CloudProvider = cpm.Decorate(kwokProvider)
-	if conf.KWOKKubelet {
-		if err := kwok.NewKubelet(kube, conf.Clock, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay}).SetupWithManager(mgr); err != nil {
-			return err
+	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	c := Build(conf, Dependencies{Kube: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Metrics: m, CloudProviderMetrics: cpm})
+	for _, w := range c.Controllers {
+		if err := w.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", w.Name, err)
 		}
 	}
-
-	cluster := state.NewCluster(conf.Clock)
-	unavailable := state.NewUnavailableOfferings(conf.Clock, state.DefaultUnavailableTTL)
-	if err := nodeclaim.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := mgr.Add(c.GarbageCollector.Runnable()); err != nil {
 		return err
 	}
-	if err := nomination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
-	if err := hinter.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the nomination controller: %w", err)
-	}
-	if err := nodeclaim.New(kube, provider, conf.Clock, unavailable, mgr.GetEventRecorderFor("karpenter"), m).WithHinter(hinter).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the nodeclaim lifecycle controller: %w", err)
-	}
-	if err := nodepool.New(kube, conf.Clock, m).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the nodepool status controller: %w", err)
-	}
-	if err := termination.IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	if err := termination.New(kube, provider, conf.Clock, mgr.GetEventRecorderFor("karpenter"), m).SetupWithManager(mgr); err != nil {
-		return err
-	}
-	if conf.OrphanInstanceAge == 0 {
-		conf.OrphanInstanceAge = garbagecollection.MinInstanceAge
-	}
-	gc := garbagecollection.New(kube, provider, conf.Clock, conf.OrphanInstanceAge, conf.Logger.WithName("garbagecollection"), m)
-	if err := mgr.Add(gc.Runnable()); err != nil {
-		return err
-	}
-	unregister, err := registerClusterCollector(metrics.NewClusterCollector(cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
+	unregister, err := registerClusterCollector(metrics.NewClusterCollector(c.Cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
 	if err != nil {
 		return err
 	}
 	defer unregister()
-	batcher := provisioning.NewBatcher(conf.Clock, conf.BatchIdle, conf.BatchMax)
-	if err := feed(ctx, mgr.GetCache(), cluster, batcher.Trigger, batcher.Trigger); err != nil {
+	if err := feed(ctx, mgr.GetCache(), c.Cluster, c.Batcher.Trigger); err != nil {
 		return err
 	}
-	provisioner := provisioning.NewProvisioner(kube, provider, cluster, mgr.GetEventRecorderFor("karpenter"), provisioning.Options{
-		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: conf.Clock,
-	})
-	if err := mgr.Add(provisioning.Loop(provisioner, batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {
+	if err := mgr.Add(provisioning.Loop(c.Provisioner, c.Batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -3,6 +3,7 @@ package kwok
 import (
 	"context"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"slices"
 	"strings"
 	"time"
@@ -12,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -40,7 +39,8 @@ type Kubelet struct {
 	opts  KubeletOptions
 }
 
-// NewKubelet returns the emulator; register it with SetupWithManager.
+// NewKubelet returns the emulator; register it with SetupWithManager (or
+// serve Controllers another way, as the simulator does).
 func NewKubelet(kube client.Client, clk clock.Clock, opts KubeletOptions) *Kubelet {
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultKubeletOptions.HeartbeatInterval
@@ -48,26 +48,29 @@ func NewKubelet(kube client.Client, clk clock.Clock, opts KubeletOptions) *Kubel
 	return &Kubelet{kube: kube, clock: clk, opts: opts}
 }
 
-// SetupWithManager registers two reconcilers: kwok nodes, and pods bound to
+// Controllers declares two reconcilers: kwok nodes, and pods bound to
 // nodes.
-func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
-	isKWOK := predicate.NewPredicateFuncs(func(o client.Object) bool {
+func (k *Kubelet) Controllers() []watch.Controller {
+	isKWOK := func(o client.Object) bool {
 		n, ok := o.(*corev1.Node)
 		return ok && strings.HasPrefix(n.Spec.ProviderID, ProviderIDPrefix)
-	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named("kwok.kubelet.node").
-		For(&corev1.Node{}, builder.WithPredicates(isKWOK)).
-		Complete(reconcile.Func(k.reconcileNode)); err != nil {
-		return fmt.Errorf("setting up the kwok node kubelet: %w", err)
 	}
-	bound := predicate.NewPredicateFuncs(func(o client.Object) bool {
+	bound := func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
 		return ok && p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil)
-	})
-	if err := ctrl.NewControllerManagedBy(mgr).Named("kwok.kubelet.pod").
-		For(&corev1.Pod{}, builder.WithPredicates(bound)).
-		Complete(reconcile.Func(k.reconcilePod)); err != nil {
-		return fmt.Errorf("setting up the kwok pod kubelet: %w", err)
+	}
+	return []watch.Controller{
+		{Name: "kwok.kubelet.node", Reconciler: reconcile.Func(k.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, isKWOK)}},
+		{Name: "kwok.kubelet.pod", Reconciler: reconcile.Func(k.reconcilePod), Sources: []watch.Source{watch.For(&corev1.Pod{}, bound)}},
+	}
+}
+
+// SetupWithManager registers the reconcilers with controller-runtime.
+func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
+	for _, c := range k.Controllers() {
+		if err := c.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %s: %w", c.Name, err)
+		}
 	}
 	return nil
 }

@@ -104,6 +104,14 @@ const (
 	SlowInterval = 2 * time.Minute
 )
 
+// Interval is the wait after round (counted from 1).
+func Interval(round int) time.Duration {
+	if round < FastRounds {
+		return FastInterval
+	}
+	return SlowInterval
+}
+
 // Runnable runs Collect on the leader until ctx ends.
 func (c *Collector) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
@@ -111,14 +119,10 @@ func (c *Collector) Runnable() manager.Runnable {
 			if _, err := c.Collect(ctx); err != nil {
 				c.log.Error(err, "garbage collection")
 			}
-			wait := SlowInterval
-			if round < FastRounds {
-				wait = FastInterval
-			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-c.clock.After(wait):
+			case <-c.clock.After(Interval(round)):
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package nodeclaim
 import (
 	"context"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -80,13 +80,13 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// SetupWithManager registers the reconciler, woken by NodeClaims and by
-// the Nodes that register for them.
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.lifecycle").
-		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
-		Complete(c)
+// Controllers declares the reconciler, woken by NodeClaims and by the
+// Nodes that register for them.
+func (c *Controller) Controllers() []watch.Controller {
+	return []watch.Controller{{Name: "nodeclaim.lifecycle", Reconciler: c, Sources: []watch.Source{
+		watch.For(&karpv1.NodeClaim{}, nil),
+		watch.Mapped(&corev1.Node{}, c.claimsOfNode),
+	}}}
 }
 
 func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {

@@ -3,6 +3,7 @@ package nodepool
 import (
 	"context"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -13,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -36,15 +35,15 @@ func New(kube client.Client, clk clock.Clock, m *metrics.Metrics) *Controller {
 	return &Controller{kube: kube, clock: clk, metrics: m}
 }
 
-// SetupWithManager registers the reconciler, woken by NodePools, their
-// nodes and NodeClasses.
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodepool.status").
-		For(&karpv1.NodePool{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(poolOfNode)).
-		Watches(&kwokv1alpha1.KWOKNodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfNodeClass)).
-		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfNodeClass)).
-		Complete(c)
+// Controllers declares the reconciler, woken by NodePools, their nodes and
+// NodeClasses.
+func (c *Controller) Controllers() []watch.Controller {
+	return []watch.Controller{{Name: "nodepool.status", Reconciler: c, Sources: []watch.Source{
+		watch.For(&karpv1.NodePool{}, nil),
+		watch.Mapped(&corev1.Node{}, poolOfNode),
+		watch.Mapped(&kwokv1alpha1.KWOKNodeClass{}, c.poolsOfNodeClass),
+		watch.Mapped(&awsv1.EC2NodeClass{}, c.poolsOfNodeClass),
+	}}}
 }
 
 func poolOfNode(_ context.Context, o client.Object) []reconcile.Request {

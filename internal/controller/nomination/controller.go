@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -45,19 +44,19 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// SetupWithManager registers the reconciler, keyed by NodeClaim and woken by
+// Controllers declares the reconciler, keyed by NodeClaim and woken by
 // NodeClaims and by the pods planned onto them (a pod whose hint
 // kube-scheduler cleared).
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.nomination").
-		For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+func (c *Controller) Controllers() []watch.Controller {
+	return []watch.Controller{{Name: "nodeclaim.nomination", Reconciler: c, Sources: []watch.Source{
+		watch.For(&karpv1.NodeClaim{}, nil),
+		watch.Mapped(&corev1.Pod{}, func(_ context.Context, o client.Object) []reconcile.Request {
 			if target := c.cluster.NominationOf(o.GetNamespace(), o.GetName()); target != "" {
 				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: target}}}
 			}
 			return nil
-		})).
-		Complete(c)
+		}),
+	}}}
 }
 
 // Reconcile hints the pods planned onto a starting NodeClaim's node, or

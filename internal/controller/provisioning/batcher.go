@@ -19,8 +19,10 @@ type Batcher struct {
 	idle, max time.Duration
 	wake      chan struct{}
 
-	mu   sync.Mutex
-	last time.Time
+	mu     sync.Mutex
+	open   bool
+	opened time.Time // first trigger of the open window
+	last   time.Time // latest trigger
 }
 
 // NewBatcher returns a batcher on clk.
@@ -28,11 +30,15 @@ func NewBatcher(clk clock.Clock, idle, max time.Duration) *Batcher {
 	return &Batcher{clock: clk, idle: idle, max: max, wake: make(chan struct{}, 1)}
 }
 
-// Trigger notes that something (a pending pod) wants a decision. It never
-// blocks.
+// Trigger notes that something (a pending pod) wants a decision, opening a
+// window if none is open. It never blocks.
 func (b *Batcher) Trigger() {
 	b.mu.Lock()
-	b.last = b.clock.Now()
+	now := b.clock.Now()
+	if !b.open {
+		b.open, b.opened = true, now
+	}
+	b.last = now
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:
@@ -40,28 +46,48 @@ func (b *Batcher) Trigger() {
 	}
 }
 
-// Wait blocks until a window has opened and closed, and reports whether it
-// did (false when ctx ended first).
-func (b *Batcher) Wait(ctx context.Context) bool {
-	select {
-	case <-ctx.Done():
-		return false
-	case <-b.wake:
+// CloseAt is when the open window closes; false when no window is open.
+func (b *Batcher) CloseAt() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return time.Time{}, false
 	}
-	opened := b.clock.Now()
+	closeAt := b.last.Add(b.idle)
+	if limit := b.opened.Add(b.max); limit.Before(closeAt) {
+		closeAt = limit
+	}
+	return closeAt, true
+}
+
+// Close ends the open window: the decision it waited for is being made,
+// and later triggers open the next one.
+func (b *Batcher) Close() {
+	b.mu.Lock()
+	b.open = false
+	b.mu.Unlock()
+	select {
+	case <-b.wake:
+	default:
+	}
+}
+
+// Wait blocks until a window has opened and closed, closes it, and reports
+// whether it did (false when ctx ended first).
+func (b *Batcher) Wait(ctx context.Context) bool {
 	for {
-		b.mu.Lock()
-		closeAt := b.last.Add(b.idle)
-		b.mu.Unlock()
-		if limit := opened.Add(b.max); limit.Before(closeAt) {
-			closeAt = limit
+		closeAt, open := b.CloseAt()
+		if !open {
+			select {
+			case <-ctx.Done():
+				return false
+			case <-b.wake:
+			}
+			continue
 		}
 		now := b.clock.Now()
 		if !now.Before(closeAt) {
-			select { // triggers during the window belong to it
-			case <-b.wake:
-			default:
-			}
+			b.Close()
 			return true
 		}
 		timer := b.clock.NewTimer(closeAt.Sub(now))

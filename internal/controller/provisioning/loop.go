@@ -9,18 +9,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
+// ResyncInterval is how often the loop looks again without a trigger.
+const ResyncInterval = 10 * time.Second
+
 // Loop returns the provisioning runnable: wait for a batch window, decide,
 // repeat. Every resync it also looks again (in memory, no LIST), so pods
 // whose nomination lapsed are not forgotten. It runs only on the leader.
 func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
-		const resync = 10 * time.Second
 		go func() {
 			for {
 				select {
 				case <-ctx.Done():
 					return
-				case <-clk.After(resync):
+				case <-clk.After(ResyncInterval):
 					b.Trigger()
 				}
 			}

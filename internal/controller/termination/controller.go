@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"net/http"
 	"slices"
 	"time"
@@ -15,10 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -58,16 +57,15 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 	})
 }
 
-// SetupWithManager registers the Node and the NodeClaim termination
-// reconcilers.
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	if err := ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).
-		Complete(reconcile.Func(c.reconcileNode)); err != nil {
-		return fmt.Errorf("setting up node termination: %w", err)
+// Controllers declares the Node and the NodeClaim termination reconcilers.
+func (c *Controller) Controllers() []watch.Controller {
+	return []watch.Controller{
+		{Name: "node.termination", Reconciler: reconcile.Func(c.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, nil)}},
+		{Name: "nodeclaim.termination", Reconciler: reconcile.Func(c.reconcileNodeClaim), Sources: []watch.Source{
+			watch.For(&karpv1.NodeClaim{}, nil),
+			watch.Mapped(&corev1.Node{}, c.claimsOfNode),
+		}},
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("nodeclaim.termination").For(&karpv1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfNode)).
-		Complete(reconcile.Func(c.reconcileNodeClaim))
 }
 
 func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconcile.Request {

@@ -1,0 +1,95 @@
+package operator
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
+	"github.com/nodewright/nodewright/internal/controller/nodepool"
+	"github.com/nodewright/nodewright/internal/controller/nomination"
+	"github.com/nodewright/nodewright/internal/controller/provisioning"
+	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/controller/watch"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
+	cpmetrics "github.com/nodewright/nodewright/pkg/cloudprovider/metrics"
+	"github.com/nodewright/nodewright/providers/kwok"
+)
+
+// Components are Nodewright's controllers built for one client and clock.
+// Run serves them with controller-runtime against an API server; the
+// simulator serves the very same components on its in-memory cluster.
+type Components struct {
+	// Cluster is the model the provisioner decides on; Observe keeps it
+	// current.
+	Cluster *state.Cluster
+	// Controllers are the reconcilers and what wakes them.
+	Controllers []watch.Controller
+	// Provisioner decides when Batcher closes a window.
+	Provisioner *provisioning.Provisioner
+	Batcher     *provisioning.Batcher
+	// GarbageCollector runs rounds on its own schedule.
+	GarbageCollector *garbagecollection.Collector
+	// KWOK is the kwok provider (scenario steps refuse its offerings).
+	KWOK *kwok.Provider
+}
+
+// Dependencies are what the components act through.
+type Dependencies struct {
+	Kube     client.Client
+	Recorder record.EventRecorder
+	// Metrics and CloudProviderMetrics may be nil: nothing is recorded.
+	Metrics              *metrics.Metrics
+	CloudProviderMetrics *cpmetrics.Metrics
+}
+
+// IndexFields registers the field indexes the controllers look objects up
+// by; call it before the client that serves them is used.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, index := range []func(context.Context, client.FieldIndexer) error{nodeclaim.IndexFields, nomination.IndexFields, termination.IndexFields} {
+		if err := index(ctx, indexer); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Build wires the components from conf (conf.Clock must be set).
+func Build(conf Config, deps Dependencies) *Components {
+	kube, clk, m := deps.Kube, conf.Clock, deps.Metrics
+	kwokProvider := kwok.New(kube, conf.InstanceTypes)
+	for _, o := range conf.KWOKRefusedOfferings {
+		kwokProvider.RefuseOffering(o)
+	}
+	var provider cloudprovider.CloudProvider = kwokProvider
+	if deps.CloudProviderMetrics != nil {
+		provider = deps.CloudProviderMetrics.Decorate(kwokProvider)
+	}
+	cluster := state.NewCluster(clk)
+	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
+	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
+
+	c := &Components{Cluster: cluster, KWOK: kwokProvider}
+	c.Controllers = append(c.Controllers, hinter.Controllers()...)
+	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
+	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
+	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
+	if conf.KWOKKubelet {
+		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay}).Controllers()...)
+	}
+	orphanAge := conf.OrphanInstanceAge
+	if orphanAge == 0 {
+		orphanAge = garbagecollection.MinInstanceAge
+	}
+	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
+	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
+	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
+		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
+	})
+	return c
+}
