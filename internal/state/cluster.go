@@ -200,6 +200,22 @@ func (c *Cluster) Provisionable(p *corev1.Pod) bool {
 	return provisionable(p)
 }
 
+// AnyProvisionable reports whether some pod is provisionable now.
+func (c *Cluster) AnyProvisionable() bool {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for k, p := range c.pods {
+		if n, ok := c.nominated[k]; ok && now.Before(n.until) {
+			continue
+		}
+		if provisionable(p) {
+			return true
+		}
+	}
+	return false
+}
+
 func provisionable(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil ||
 		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") {

@@ -1,0 +1,102 @@
+package simulator
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/internal/manifest"
+)
+
+// Apply creates every object of set now, as `kubectl apply` would:
+// NodeClasses and NodePools first, then nodes, storage and namespaces, then
+// workloads and pods. NodeClaims in manifests are not applied (Nodewright
+// makes its own).
+func (e *Engine) Apply(ctx context.Context, set *manifest.Set) error {
+	var objs []client.Object
+	for _, o := range set.KWOKNodeClasses {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.EC2NodeClasses {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.NodePools {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.Namespaces {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.StorageClasses {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.PersistentVolumes {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.AllPersistentVolumeClaims() {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, n := range set.Nodes {
+		objs = append(objs, readyNode(n.DeepCopy()))
+	}
+	for _, o := range set.DaemonSets {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.Deployments {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.ReplicaSets {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.StatefulSets {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.Jobs {
+		if _, err := JobDuration(o); err != nil {
+			return err
+		}
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, o := range set.Pods {
+		objs = append(objs, o.DeepCopy())
+	}
+	for _, obj := range objs {
+		if err := e.create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// create creates obj (in namespace default when it is namespaced and has
+// none), or updates it when it exists.
+func (e *Engine) create(ctx context.Context, obj client.Object) error {
+	namespaced, err := e.store.IsObjectNamespaced(obj)
+	if err != nil {
+		return fmt.Errorf("%T %s: %w", obj, obj.GetName(), err)
+	}
+	if namespaced && obj.GetNamespace() == "" {
+		obj.SetNamespace(metav1.NamespaceDefault)
+	}
+	obj.SetResourceVersion("")
+	if err := e.store.Create(ctx, obj); err != nil {
+		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// readyNode gives a node from a manifest the Ready condition it would have.
+func readyNode(n *corev1.Node) *corev1.Node {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return n
+		}
+	}
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"})
+	if n.Status.Allocatable == nil {
+		n.Status.Allocatable = n.Status.Capacity
+	}
+	return n
+}

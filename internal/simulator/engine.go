@@ -1,0 +1,266 @@
+package simulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
+	"github.com/nodewright/nodewright/internal/controller/provisioning"
+	"github.com/nodewright/nodewright/internal/controller/watch"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// Options shape a simulation.
+type Options struct {
+	// InstanceTypes the kwok provider launches.
+	InstanceTypes []catalog.InstanceType
+	// Duration of simulated time.
+	Duration time.Duration
+	// Seed drives every random choice (generated names).
+	Seed int64
+	// BootDelay is how long a launched node takes to turn Ready.
+	BootDelay time.Duration
+	// BatchIdle and BatchMax shape provisioning windows (1 s, 10 s).
+	BatchIdle, BatchMax time.Duration
+	MinValuesPolicy     sched.MinValuesPolicy
+	// Start is the virtual time the simulation starts at.
+	Start time.Time
+	// Progress, when set, is called as simulated time passes.
+	Progress func(Progress)
+	// Logger receives the controllers' logs; zero: discarded.
+	Logger logr.Logger
+}
+
+// Defaults for Options left zero.
+var (
+	DefaultStart     = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	DefaultBootDelay = 30 * time.Second
+	DefaultDuration  = time.Hour
+)
+
+// maxReconcilesPerInstant guards against controllers that never settle.
+const maxReconcilesPerInstant = 1_000_000
+
+// Engine runs Nodewright's controllers on an in-memory cluster.
+type Engine struct {
+	opts        Options
+	clock       *clocktesting.FakeClock
+	store       *store
+	components  *operator.Components
+	controllers []watch.Controller
+	queue       workQueue
+	timers      timers
+	// scheduleDue: something changed that kube-scheduler would react to.
+	scheduleDue bool
+	gcRound     int
+	nextGC      time.Time
+	nextResync  time.Time
+	report      *recorder
+	errs        []error
+}
+
+// New builds an engine: an empty cluster with the controllers running.
+func New(opts Options) (*Engine, error) {
+	if opts.Start.IsZero() {
+		opts.Start = DefaultStart
+	}
+	if opts.Duration <= 0 {
+		opts.Duration = DefaultDuration
+	}
+	if opts.BootDelay == 0 {
+		opts.BootDelay = DefaultBootDelay
+	}
+	if opts.BatchIdle == 0 {
+		opts.BatchIdle = time.Second
+	}
+	if opts.BatchMax == 0 {
+		opts.BatchMax = 10 * time.Second
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{opts: opts, clock: clocktesting.NewFakeClock(opts.Start)}
+	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(restMapper(scheme)).WithStatusSubresource(
+		&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &kwokv1alpha1.KWOKNodeClass{}, &awsv1.EC2NodeClass{},
+		&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{})
+	if err := operator.IndexFields(context.Background(), builderIndexer{builder}); err != nil {
+		return nil, err
+	}
+	e.store = &store{Client: builder.Build(), clock: e.clock, rand: rand.New(rand.NewSource(opts.Seed)), deletedAt: map[objectKey]metav1.Time{}}
+	e.report = newRecorder(e, opts.InstanceTypes)
+	e.components = operator.Build(operator.Config{
+		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay,
+		BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, MinValuesPolicy: opts.MinValuesPolicy,
+		OrphanInstanceAge: garbagecollection.MinInstanceAge, Logger: opts.Logger, Clock: e.clock,
+	}, operator.Dependencies{Kube: e.store, Recorder: e.report})
+	e.controllers = append(e.controllers, e.components.Controllers...)
+	e.controllers = append(e.controllers, workloadControllers(e)...)
+	e.store.changed = e.changed
+	e.nextGC = opts.Start.Add(garbagecollection.Interval(0))
+	e.nextResync = opts.Start.Add(provisioning.ResyncInterval)
+	return e, nil
+}
+
+// Client is the in-memory API, for scenario steps and tests.
+func (e *Engine) Client() client.Client { return e.store }
+
+// Now is the simulated time.
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// At schedules action at simulated offset d from the start.
+func (e *Engine) At(d time.Duration, action func()) {
+	e.timers.add(e.opts.Start.Add(d), nil, action)
+}
+
+// after schedules action d from now.
+func (e *Engine) after(d time.Duration, action func()) {
+	e.timers.add(e.clock.Now().Add(d), nil, action)
+}
+
+// changed is the informer: every object written reaches the cluster model,
+// the controllers watching it, and the report.
+func (e *Engine) changed(obj client.Object, deleted bool) {
+	operator.Observe(e.components.Cluster, e.components.Batcher.Trigger, obj, deleted)
+	ctx := context.Background()
+	for i, c := range e.controllers {
+		for _, r := range c.Requests(ctx, obj) {
+			e.queue.add(work{controller: i, req: r})
+		}
+	}
+	switch o := obj.(type) {
+	case *corev1.Node:
+		e.scheduleDue = true
+	case *corev1.Pod:
+		if deleted || o.Spec.NodeName == "" && o.Status.Phase == "" {
+			e.scheduleDue = true // a new pod to place, or room freed
+		}
+	}
+	e.report.changed(obj, deleted)
+}
+
+// Run plays the simulation to its end and returns the report.
+func (e *Engine) Run(ctx context.Context) (*Report, error) {
+	end := e.opts.Start.Add(e.opts.Duration)
+	for {
+		if err := e.drain(ctx); err != nil {
+			return nil, err
+		}
+		now := e.clock.Now()
+		if closeAt, open := e.components.Batcher.CloseAt(); open && !closeAt.After(now) {
+			e.components.Batcher.Close()
+			if _, err := e.components.Provisioner.Provision(ctx); err != nil {
+				e.errs = append(e.errs, fmt.Errorf("%s: provisioning: %w", e.offset(), err))
+			}
+			continue
+		}
+		if e.scheduleDue {
+			e.scheduleDue = false
+			if err := e.schedule(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		e.report.sample(now)
+		next := e.nextGC
+		if e.nextResync.Before(next) {
+			next = e.nextResync
+		}
+		if t, ok := e.timers.next(); ok && t.Before(next) {
+			next = t
+		}
+		if closeAt, open := e.components.Batcher.CloseAt(); open && closeAt.Before(next) {
+			next = closeAt
+		}
+		if next.After(end) {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		e.clock.SetTime(next)
+		for _, t := range e.timers.due(next) {
+			if t.work != nil {
+				e.queue.add(*t.work)
+			} else {
+				t.action()
+			}
+		}
+		if !next.Before(e.nextGC) {
+			e.gcRound++
+			if _, err := e.components.GarbageCollector.Collect(ctx); err != nil {
+				e.errs = append(e.errs, err)
+			}
+			e.nextGC = next.Add(garbagecollection.Interval(e.gcRound))
+		}
+		if !next.Before(e.nextResync) {
+			if e.components.Cluster.AnyProvisionable() {
+				e.components.Batcher.Trigger()
+			}
+			e.nextResync = next.Add(provisioning.ResyncInterval)
+		}
+		if e.opts.Progress != nil {
+			e.opts.Progress(e.report.progress(next))
+		}
+	}
+	e.clock.SetTime(end)
+	e.report.sample(end)
+	return e.report.finish(end, e.errs), nil
+}
+
+// drain runs every queued reconcile at the current instant.
+func (e *Engine) drain(ctx context.Context) error {
+	for n := 0; e.queue.len() > 0; n++ {
+		if n == maxReconcilesPerInstant {
+			return fmt.Errorf("%s: the controllers did not settle after %d reconciles", e.offset(), n)
+		}
+		w, _ := e.queue.pop()
+		c := e.controllers[w.controller]
+		res, err := c.Reconciler.Reconcile(ctx, w.req)
+		switch {
+		case err != nil:
+			if !errors.Is(err, context.Canceled) {
+				e.report.reconcileError(c.Name, w.req, err)
+			}
+			e.timers.add(e.clock.Now().Add(time.Second), &w, nil)
+		case res.RequeueAfter > 0:
+			e.timers.add(e.clock.Now().Add(res.RequeueAfter), &w, nil)
+		case res.Requeue: //nolint:staticcheck // controllers may still ask for it
+			e.timers.add(e.clock.Now().Add(10*time.Millisecond), &w, nil)
+		}
+	}
+	return nil
+}
+
+// offset is the simulated time since the start, for messages.
+func (e *Engine) offset() string {
+	return e.clock.Now().Sub(e.opts.Start).String()
+}
+
+// builderIndexer registers field indexes on a fake client builder.
+type builderIndexer struct{ b *fake.ClientBuilder }
+
+func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, extract)
+	return nil
+}
