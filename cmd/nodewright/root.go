@@ -20,6 +20,6 @@ launches, replaces and removes nodes to fit the pods that cannot be scheduled.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand())
+	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand())
 	return root
 }

@@ -66,6 +66,9 @@ func Build(conf Config, deps Dependencies) *Components {
 	for _, o := range conf.KWOKRefusedOfferings {
 		kwokProvider.RefuseOffering(o)
 	}
+	if conf.KWOKServesEC2NodeClasses {
+		kwokProvider.ServeEC2NodeClasses()
+	}
 	var provider cloudprovider.CloudProvider = kwokProvider
 	if deps.CloudProviderMetrics != nil {
 		provider = deps.CloudProviderMetrics.Decorate(kwokProvider)
@@ -80,7 +83,7 @@ func Build(conf Config, deps Dependencies) *Components {
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
 	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
 	if conf.KWOKKubelet {
-		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay}).Controllers()...)
+		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat}).Controllers()...)
 	}
 	orphanAge := conf.OrphanInstanceAge
 	if orphanAge == 0 {

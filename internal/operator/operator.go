@@ -42,9 +42,15 @@ type Config struct {
 	// KWOKRefusedOfferings fail kwok launches with insufficient capacity
 	// (for tests and the simulator).
 	KWOKRefusedOfferings []cloudprovider.Offering
+	// KWOKServesEC2NodeClasses has the kwok provider launch for NodePools
+	// naming an EC2NodeClass too (the simulator plays AWS manifests).
+	KWOKServesEC2NodeClasses bool
 	// KWOKKubelet emulates the kubelet of kwok nodes (Ready, pods Running).
 	KWOKKubelet       bool
 	RegistrationDelay time.Duration
+	// KWOKHeartbeat is how often the emulated kubelet renews Ready (0:
+	// a minute).
+	KWOKHeartbeat time.Duration
 	// BatchIdle and BatchMax shape provisioning windows.
 	BatchIdle, BatchMax time.Duration
 	MinValuesPolicy     sched.MinValuesPolicy

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,7 +72,7 @@ func (e *Engine) Apply(ctx context.Context, set *manifest.Set) error {
 }
 
 // create creates obj (in namespace default when it is namespaced and has
-// none), or updates it when it exists.
+// none), or updates it when it exists, as kubectl apply would.
 func (e *Engine) create(ctx context.Context, obj client.Object) error {
 	namespaced, err := e.store.IsObjectNamespaced(obj)
 	if err != nil {
@@ -81,8 +82,19 @@ func (e *Engine) create(ctx context.Context, obj client.Object) error {
 		obj.SetNamespace(metav1.NamespaceDefault)
 	}
 	obj.SetResourceVersion("")
-	if err := e.store.Create(ctx, obj); err != nil {
-		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	err = e.store.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		existing := obj.DeepCopyObject().(client.Object)
+		if err := e.store.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+			return fmt.Errorf("updating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+		}
+		obj.SetResourceVersion(existing.GetResourceVersion())
+		obj.SetUID(existing.GetUID())
+		obj.SetCreationTimestamp(existing.GetCreationTimestamp())
+		err = e.store.Update(ctx, obj)
+	}
+	if err != nil {
+		return fmt.Errorf("applying %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }

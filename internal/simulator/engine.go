@@ -12,6 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -101,7 +103,10 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{opts: opts, clock: clocktesting.NewFakeClock(opts.Start)}
-	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(restMapper(scheme)).WithStatusSubresource(
+	// The plain object tracker: no managed fields (nothing here applies
+	// server-side), which costs most of the fake client's time otherwise.
+	tracker := clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
+	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(restMapper(scheme)).WithObjectTracker(tracker).WithStatusSubresource(
 		&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &kwokv1alpha1.KWOKNodeClass{}, &awsv1.EC2NodeClass{},
 		&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{})
 	if err := operator.IndexFields(context.Background(), builderIndexer{builder}); err != nil {
@@ -110,8 +115,9 @@ func New(opts Options) (*Engine, error) {
 	e.store = &store{Client: builder.Build(), clock: e.clock, rand: rand.New(rand.NewSource(opts.Seed)), deletedAt: map[objectKey]metav1.Time{}}
 	e.report = newRecorder(e, opts.InstanceTypes)
 	e.components = operator.Build(operator.Config{
-		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay,
-		BatchIdle: opts.BatchIdle, BatchMax: opts.BatchMax, MinValuesPolicy: opts.MinValuesPolicy,
+		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay, KWOKServesEC2NodeClasses: true,
+		KWOKHeartbeat: time.Hour, // heartbeats change nothing here but cost a write each
+		BatchIdle:     opts.BatchIdle, BatchMax: opts.BatchMax, MinValuesPolicy: opts.MinValuesPolicy,
 		OrphanInstanceAge: garbagecollection.MinInstanceAge, Logger: opts.Logger, Clock: e.clock,
 	}, operator.Dependencies{Kube: e.store, Recorder: e.report})
 	e.controllers = append(e.controllers, e.components.Controllers...)
@@ -128,14 +134,10 @@ func (e *Engine) Client() client.Client { return e.store }
 // Now is the simulated time.
 func (e *Engine) Now() time.Time { return e.clock.Now() }
 
-// At schedules action at simulated offset d from the start.
-func (e *Engine) At(d time.Duration, action func()) {
+// At schedules action at simulated offset d from the start; an error it
+// returns stops the simulation.
+func (e *Engine) At(d time.Duration, action func() error) {
 	e.timers.add(e.opts.Start.Add(d), nil, action)
-}
-
-// after schedules action d from now.
-func (e *Engine) after(d time.Duration, action func()) {
-	e.timers.add(e.clock.Now().Add(d), nil, action)
 }
 
 // changed is the informer: every object written reaches the cluster model,
@@ -202,8 +204,8 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		for _, t := range e.timers.due(next) {
 			if t.work != nil {
 				e.queue.add(*t.work)
-			} else {
-				t.action()
+			} else if err := t.action(); err != nil {
+				return nil, err
 			}
 		}
 		if !next.Before(e.nextGC) {

@@ -2,10 +2,13 @@ package simulator
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/manifest"
+	"github.com/nodewright/nodewright/internal/plan"
+	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
@@ -49,12 +52,46 @@ func defaultCatalog(t testing.TB) []catalog.InstanceType {
 	return types
 }
 
+const mixedDeployments = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: small}
+spec:
+  replicas: 17
+  selector: {matchLabels: {app: small}}
+  template:
+    metadata: {labels: {app: small}}
+    spec:
+      topologySpreadConstraints:
+        - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: small}}}
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: 250m, memory: 512Mi}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: large}
+spec:
+  replicas: 9
+  selector: {matchLabels: {app: large}}
+  template:
+    metadata: {labels: {app: large}}
+    spec:
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: "3", memory: 8Gi}}}]
+`
+
+// Pending pods get the nodes the solver plans for them, in one wave, and
+// every pod binds.
 func TestDeploymentGetsNodesAndEveryPodBinds(t *testing.T) {
 	set := &manifest.Set{}
 	if err := set.Add("basic.yaml", []byte(basicManifests)); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 10 * time.Minute, Seed: 1})
+	if err := set.Add("mixed.yaml", []byte(mixedDeployments)); err != nil {
+		t.Fatal(err)
+	}
+	types := defaultCatalog(t)
+	in, _ := plan.Input(set, types)
+	want := sched.Solve(in)
+	e, err := New(Options{InstanceTypes: types, Duration: 10 * time.Minute, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,11 +103,16 @@ func TestDeploymentGetsNodesAndEveryPodBinds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, entry := range rep.Timeline {
-		t.Logf("%+v", entry)
+	if rep.Summary.PodsBound != 36 || rep.Summary.PodsPendingAtEnd != 0 {
+		t.Errorf("%d pods bound, %d pending: want all 36 bound", rep.Summary.PodsBound, rep.Summary.PodsPendingAtEnd)
 	}
-	t.Logf("summary %+v errors %v", rep.Summary, rep.Errors)
-	if rep.Summary.PodsBound != 10 || rep.Summary.PodsPendingAtEnd != 0 {
-		t.Errorf("%d pods bound, %d pending: want all 10 bound", rep.Summary.PodsBound, rep.Summary.PodsPendingAtEnd)
+	if rep.Summary.NodeClaimsLaunched != len(want.NodeClaims) {
+		t.Errorf("%d NodeClaims launched, want the %d the solver plans ($%.4f/h)", rep.Summary.NodeClaimsLaunched, len(want.NodeClaims), want.TotalPrice())
+	}
+	if got := rep.Summary.CostPerHourFinal; math.Abs(got-want.TotalPrice()) > 1e-6 {
+		t.Errorf("$%.4f/h at the end, want the plan's $%.4f/h", got, want.TotalPrice())
+	}
+	for _, e := range rep.Errors {
+		t.Errorf("controller error: %s", e)
 	}
 }

@@ -49,7 +49,7 @@ type timer struct {
 	at     time.Time
 	seq    int // ties keep insertion order, for determinism
 	work   *work
-	action func()
+	action func() error
 }
 
 type timers struct {
@@ -72,7 +72,7 @@ func (t *timers) Pop() any {
 	return last
 }
 
-func (t *timers) add(at time.Time, w *work, action func()) {
+func (t *timers) add(at time.Time, w *work, action func() error) {
 	t.seq++
 	heap.Push(t, timer{at: at, seq: t.seq, work: w, action: action})
 }

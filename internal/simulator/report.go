@@ -1,6 +1,10 @@
 package simulator
 
-import "time"
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
 
 // Report is what a simulation did: a summary, the decisions in order, and
 // the cluster's shape over time. It marshals to stable JSON.
@@ -83,11 +87,22 @@ type Duration time.Duration
 // MarshalText writes the duration as a string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
-// UnmarshalText parses a duration string.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+// UnmarshalJSON reads a duration string ("10m") or the number 0.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "0" {
+		*d = 0
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration such as \"10m\" or \"1h30m\": %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (such as \"10m\" or \"1h30m\")", s)
+	}
 	*d = Duration(v)
-	return err
+	return nil
 }
 
 // Progress is the simulation's state for a progress line.
@@ -98,3 +113,5 @@ type Progress struct {
 	Pending     int
 	CostPerHour float64
 }
+
+func timeDuration(d Duration) time.Duration { return time.Duration(d) }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/internal/sched/requirement"
@@ -40,6 +41,18 @@ type Provider struct {
 	mu sync.Mutex
 	// refused offerings fail Create with insufficient capacity (tests).
 	refused map[cloudprovider.Offering]bool
+	// alsoEC2: NodePools naming an EC2NodeClass launch kwok nodes too.
+	alsoEC2 bool
+}
+
+// ServeEC2NodeClasses has the provider launch kwok nodes for NodePools whose
+// nodeClassRef names an EC2NodeClass, as if it were AWS (the simulator
+// plays AWS manifests this way). The EC2NodeClass must exist; its Ready
+// condition is honoured as a KWOKNodeClass's is.
+func (p *Provider) ServeEC2NodeClasses() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.alsoEC2 = true
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -80,7 +93,13 @@ func (p *Provider) Name() string { return "kwok" }
 
 // NodeClasses implements cloudprovider.CloudProvider.
 func (p *Provider) NodeClasses() []schema.GroupKind {
-	return []schema.GroupKind{{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass"}}
+	out := []schema.GroupKind{{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass"}}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.alsoEC2 {
+		out = append(out, schema.GroupKind{Group: awsv1.Group, Kind: "EC2NodeClass"})
+	}
+	return out
 }
 
 // GetInstanceTypes returns the catalog: the same types for every NodePool.
@@ -130,15 +149,23 @@ func (p *Provider) checkNodeClass(ctx context.Context, nc *karpv1.NodeClaim) err
 	if ref == nil || !cloudprovider.Manages(p, ref) {
 		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: nodeClassRef %v is not a KWOKNodeClass", nc.Name, ref))
 	}
-	class := &kwokv1alpha1.KWOKNodeClass{}
+	var conditions *[]metav1.Condition
+	var class client.Object
+	if ref.Kind == "EC2NodeClass" {
+		c := &awsv1.EC2NodeClass{}
+		class, conditions = c, &c.Status.Conditions
+	} else {
+		c := &kwokv1alpha1.KWOKNodeClass{}
+		class, conditions = c, &c.Status.Conditions
+	}
 	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
 		if apierrors.IsNotFound(err) {
-			return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: KWOKNodeClass %s not found", nc.Name, ref.Name))
+			return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("nodeclaim %s: %s %s not found", nc.Name, ref.Kind, ref.Name))
 		}
-		return fmt.Errorf("nodeclaim %s: reading KWOKNodeClass %s: %w", nc.Name, ref.Name, err)
+		return fmt.Errorf("nodeclaim %s: reading %s %s: %w", nc.Name, ref.Kind, ref.Name, err)
 	}
-	if c := meta.FindStatusCondition(class.Status.Conditions, karpv1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
-		return cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("KWOKNodeClass %s: %s", ref.Name, c.Message))
+	if c := meta.FindStatusCondition(*conditions, karpv1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionFalse {
+		return cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("%s %s: %s", ref.Kind, ref.Name, c.Message))
 	}
 	return nil
 }
@@ -156,12 +183,17 @@ func (p *Provider) choose(nc *karpv1.NodeClaim) (*catalog.InstanceType, catalog.
 	}
 	var picks []pick
 	var refused []cloudprovider.Offering
+	zones, zoneSet := reqs.Get(corev1.LabelTopologyZone)
+	capacityTypes, ctSet := reqs.Get(karpv1.LabelCapacityType)
+	allows := func(r requirement.Requirement, ok bool, v string) bool { return !ok || r.Has(v) }
 	for _, it := range p.types {
-		if !fits(nc.Spec.Resources.Requests, it.Allocatable) {
+		// The type's own labels first (once per type), then each
+		// offering's zone and capacity type.
+		if !fits(nc.Spec.Resources.Requests, it.Allocatable) || reqs.Intersects(requirement.FromLabels(it.Labels)) != nil {
 			continue
 		}
 		for _, o := range it.Offerings {
-			if !o.Available || reqs.Intersects(requirement.FromLabels(offeringLabels(it, o))) != nil {
+			if !o.Available || !allows(zones, zoneSet, o.Zone) || !allows(capacityTypes, ctSet, o.CapacityType) {
 				continue
 			}
 			key := cloudprovider.Offering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}

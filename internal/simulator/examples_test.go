@@ -1,0 +1,83 @@
+package simulator
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nodewright/nodewright/examples"
+)
+
+func runExample(t testing.TB, path string, opts Options) *Report {
+	t.Helper()
+	in, err := LoadFS(examples.FS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.InstanceTypes = defaultCatalog(t)
+	if d := in.Scenario.Spec.Duration; d != nil && opts.Duration == 0 {
+		opts.Duration = timeDuration(*d)
+	}
+	if b := in.Scenario.Spec.BootDelay; b != nil {
+		opts.BootDelay = timeDuration(*b)
+	}
+	e, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.Load(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func BenchmarkQuickstart(b *testing.B) {
+	for b.Loop() {
+		runExample(b, examples.Quickstart, Options{Seed: 1})
+	}
+}
+
+// The quickstart: every pod gets a node after each scale-up, within the
+// batch window plus the boot delay, and nothing is left pending.
+func TestQuickstartBindsEveryPodPromptly(t *testing.T) {
+	rep := runExample(t, examples.Quickstart, Options{Seed: 1})
+	s := rep.Summary
+	if s.PodsPendingAtEnd != 0 || s.PodsBound != s.PodsCreated {
+		t.Errorf("%d of %d pods bound, %d pending at the end: want every pod bound", s.PodsBound, s.PodsCreated, s.PodsPendingAtEnd)
+	}
+	// 10 web pods, then 190 more, then 40 job pods.
+	if s.PodsCreated < 240 {
+		t.Errorf("%d pods created, want at least the 240 the scenario makes", s.PodsCreated)
+	}
+	// A pod waits for the batch to close (1 s idle, 10 s at most) and its
+	// node to boot (30 s in the quickstart).
+	if limit := (10*time.Second + 30*time.Second + time.Second).Seconds(); s.PendingSeconds.Max > limit {
+		t.Errorf("a pod waited %.0f s, more than the batch window plus the boot delay (%.0f s)", s.PendingSeconds.Max, limit)
+	}
+	if s.CostTotal <= 0 || s.NodesPeak == 0 {
+		t.Errorf("summary %+v: no nodes or no cost", s)
+	}
+	for _, e := range rep.Errors {
+		t.Errorf("controller error: %s", e)
+	}
+}
+
+// Same inputs, same seed: the same bytes.
+func TestReportIsDeterministic(t *testing.T) {
+	var outs [2]bytes.Buffer
+	for i := range outs {
+		rep := runExample(t, "seed/scenario.yaml", Options{Seed: 7})
+		if err := rep.WriteJSON(&outs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
+		t.Errorf("two runs with seed 7 differ (%d and %d bytes)", outs[0].Len(), outs[1].Len())
+	}
+}

@@ -1,0 +1,191 @@
+package simulator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+)
+
+const poolYAML = `
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge, m5.2xlarge]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: "1"}}}]
+`
+
+func scenarioFS(scenario string) fstest.MapFS {
+	return fstest.MapFS{
+		"s/scenario.yaml": {Data: []byte(scenario)},
+		"s/pool.yaml":     {Data: []byte(poolYAML)},
+	}
+}
+
+const header = "apiVersion: simulate.nodewright.dev/v1alpha1\nkind: Scenario\nmetadata: {name: t}\nspec:\n  manifests: [pool.yaml]\n"
+
+// Bad scenarios are refused before anything runs, naming the file and step.
+func TestBadScenariosNameFileAndStep(t *testing.T) {
+	cases := []struct{ name, steps, want string }{
+		{"unknown field", "  steps:\n    - at: 1m\n      scael: {kind: Deployment, name: web, replicas: 2}\n", `unknown field "spec.steps[0].scael"`},
+		{"time that does not parse", "  steps:\n    - at: soon\n      scale: {kind: Deployment, name: web, replicas: 2}\n", `spec.steps[0]: "soon" is not a duration`},
+		{"no action", "  steps:\n    - at: 1m\n", "spec.steps[0] (at 1m0s): no action"},
+		{"two actions", "  steps:\n    - at: 1m\n      scale: {kind: Deployment, name: web, replicas: 2}\n      cordon: {count: 1}\n", "2 actions (scale, cordon)"},
+		{"unknown kind", "  steps:\n    - at: 1m\n      delete: {kind: Gadget, name: x}\n", `delete.kind: unknown kind "Gadget"`},
+		{"not scalable", "  steps:\n    - at: 1m\n      scale: {kind: Job, name: x, replicas: 1}\n", `scale.kind: "Job" cannot be scaled`},
+		{"job without duration", "  steps:\n    - at: 1m\n      jobs: {name: b, cpu: 1}\n", "jobs.duration: required"},
+		{"bad quantity", "  steps:\n    - at: 1m\n      jobs: {name: b, duration: 1m, cpu: lots}\n", `spec.steps[0]: quantities must match`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := LoadFS(scenarioFS(header+tc.steps), "s/scenario.yaml")
+			if err == nil {
+				t.Fatal("loaded")
+			}
+			if !strings.Contains(err.Error(), "s/scenario.yaml") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q: want the file and %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("bad manifest", func(t *testing.T) {
+		fsys := scenarioFS(header)
+		fsys["s/pool.yaml"] = &fstest.MapFile{Data: []byte("apiVersion: v1\nkind: Gadget\nmetadata: {name: x}\n")}
+		if _, err := LoadFS(fsys, "s/scenario.yaml"); err == nil || !strings.Contains(err.Error(), "s/pool.yaml") {
+			t.Errorf("error %v: want the manifest file named", err)
+		}
+	})
+}
+
+func runScenario(t *testing.T, steps string, duration time.Duration) *Report {
+	t.Helper()
+	in, err := LoadFS(scenarioFS(header+steps), "s/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: duration, Seed: 3, BootDelay: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.Load(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range rep.Errors {
+		t.Logf("controller error: %s", msg)
+	}
+	return rep
+}
+
+func entries(rep *Report, kind string) []Entry {
+	var out []Entry
+	for _, e := range rep.Timeline {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestSteps(t *testing.T) {
+	t.Run("out of capacity: the next offering is used", func(t *testing.T) {
+		rep := runScenario(t, "  steps:\n    - at: 0s\n      insufficientCapacity: {instanceType: m5.xlarge}\n    - at: 0s\n      insufficientCapacity: {instanceType: m5.large}\n", 10*time.Minute)
+		for _, l := range entries(rep, EntryLaunched) {
+			if l.InstanceType != "m5.2xlarge" {
+				t.Errorf("launched %s: want only m5.2xlarge, the others are out of capacity", l.InstanceType)
+			}
+		}
+		if rep.Summary.PodsPendingAtEnd != 0 {
+			t.Errorf("%d pods pending", rep.Summary.PodsPendingAtEnd)
+		}
+	})
+	t.Run("interrupted spot nodes are replaced", func(t *testing.T) {
+		rep := runScenario(t, "  steps:\n    - at: 5m\n      interrupt: {count: 1}\n", 10*time.Minute)
+		terminated := entries(rep, EntryTerminated)
+		if len(terminated) != 1 || terminated[0].Reason != ReasonInterrupted {
+			t.Fatalf("terminated %+v: want one NodeClaim, interrupted", terminated)
+		}
+		if rep.Summary.Disruptions[ReasonInterrupted] != 1 || rep.Summary.PodsPendingAtEnd != 0 {
+			t.Errorf("summary %+v: want 1 interruption and every pod bound again", rep.Summary)
+		}
+		if launched := entries(rep, EntryLaunched); len(launched) < 2 || launched[len(launched)-1].At < Duration(5*time.Minute) {
+			t.Errorf("launches %+v: want a replacement after the interruption", launched)
+		}
+	})
+	t.Run("a NodePool limit patched to zero stops provisioning", func(t *testing.T) {
+		rep := runScenario(t, "  steps:\n    - at: 5m\n      patchNodePool: {name: default, patch: {spec: {limits: {cpu: \"0\"}}}}\n"+
+			"    - at: 6m\n      scale: {kind: Deployment, name: web, replicas: 40}\n", 10*time.Minute)
+		for _, l := range entries(rep, EntryLaunched) {
+			if l.At > Duration(5*time.Minute) {
+				t.Errorf("launched %s at %s, after the limit", l.NodeClaim, time.Duration(l.At))
+			}
+		}
+		if rep.Summary.PodsPendingAtEnd == 0 {
+			t.Error("no pod pending: the limit should leave the new replicas without nodes")
+		}
+		if len(entries(rep, EntryUnschedulable)) == 0 {
+			t.Error("no unschedulable entry explains the pending pods")
+		}
+	})
+	t.Run("jobs run their duration and free their nodes' room", func(t *testing.T) {
+		rep := runScenario(t, "  steps:\n    - at: 1m\n      jobs: {name: batch, count: 2, parallelism: 3, duration: 5m, cpu: \"1\"}\n", 20*time.Minute)
+		if rep.Summary.PodsCreated != 4+6 || rep.Summary.PodsPendingAtEnd != 0 {
+			t.Errorf("summary %+v: want 4 web and 6 job pods, none pending", rep.Summary)
+		}
+		last := rep.Samples[len(rep.Samples)-1]
+		first := rep.Samples[0]
+		if last.CPU >= 100 || last.CPU <= 0 {
+			t.Errorf("CPU utilisation at the end %.1f%%", last.CPU)
+		}
+		_ = first
+	})
+	t.Run("deleted nodes are drained and their pods move", func(t *testing.T) {
+		rep := runScenario(t, "  steps:\n    - at: 5m\n      deleteNodes: {count: 1}\n", 10*time.Minute)
+		if n := len(entries(rep, EntryTerminated)); n != 1 {
+			t.Errorf("%d NodeClaims terminated, want the deleted node's", n)
+		}
+		if rep.Summary.PodsPendingAtEnd != 0 {
+			t.Errorf("%d pods pending at the end", rep.Summary.PodsPendingAtEnd)
+		}
+	})
+	t.Run("a missing workload stops the run with the step named", func(t *testing.T) {
+		in, err := LoadFS(scenarioFS(header+"  steps:\n    - at: 1m\n      scale: {kind: Deployment, name: nope, replicas: 2}\n"), "s/scenario.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 5 * time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Load(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.steps[0] (at 1m0s)") {
+			t.Errorf("error %v: want the step named", err)
+		}
+	})
+}
