@@ -4,10 +4,13 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help build test test-unit test-integration verify generate bench crds controlplane tools clean
+.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+run: ## Simulate the embedded quickstart: no cluster, no cloud, a few seconds.
+	go run ./cmd/nodewright simulate
 
 build: ## Build bin/nodewright.
 	go build -o $(BIN)/nodewright ./cmd/nodewright

@@ -6,7 +6,7 @@ import "embed"
 
 // FS holds every example directory.
 //
-//go:embed quickstart seed
+//go:embed quickstart seed daily
 var FS embed.FS
 
 // Quickstart is the scenario `nodewright simulate` runs without arguments.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ func newSimulateCommand() *cobra.Command {
 		seed        int64
 		quiet       bool
 		minValues   string
+		reportFile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE_OR_DIR...] [--catalog FILE] [--duration D] [--seed N] [-o text|json]",
@@ -37,7 +39,9 @@ simulated instances from the catalog too. Without -f it runs the embedded quicks
 (examples/quickstart).
 
 It prints a progress line on stderr while it runs, then the timeline of decisions and a summary on
-stdout; -o json writes the whole report as JSON instead (byte-identical for the same inputs and seed).`,
+stdout; -o json writes the whole report as JSON instead (byte-identical for the same inputs and seed).
+--report FILE also writes one self-contained HTML page with SVG charts (nodes and $/h by NodePool and
+capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
@@ -94,6 +98,11 @@ stdout; -o json writes the whole report as JSON instead (byte-identical for the 
 				return err
 			}
 			took := time.Since(start)
+			if reportFile != "" {
+				if err := writeHTMLReport(reportFile, report); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			if output == "json" {
 				return report.WriteJSON(out)
@@ -111,8 +120,24 @@ stdout; -o json writes the whole report as JSON instead (byte-identical for the 
 	cmd.Flags().DurationVar(&duration, "duration", 0, "simulated time to run (default: the scenario's, else 1h)")
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed for every random choice; the same inputs and seed give the same report")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress line on stderr")
+	cmd.Flags().StringVar(&reportFile, "report", "", "also write a self-contained HTML report with charts to this file")
 	cmd.Flags().StringVar(&minValues, "min-values-policy", string(sched.MinValuesStrict), "Strict or BestEffort, as for the controller")
 	return cmd
+}
+
+func writeHTMLReport(path string, report *simulator.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	if err := report.WriteHTML(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--report %s: %w", path, err)
+	}
+	return nil
 }
 
 // progressPrinter writes a progress line at most every half second of

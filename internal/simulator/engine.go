@@ -4,23 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand"
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
-	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/watch"
@@ -103,16 +93,13 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{opts: opts, clock: clocktesting.NewFakeClock(opts.Start)}
-	// The plain object tracker: no managed fields (nothing here applies
-	// server-side), which costs most of the fake client's time otherwise.
-	tracker := clienttesting.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())
-	builder := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(restMapper(scheme)).WithObjectTracker(tracker).WithStatusSubresource(
-		&corev1.Pod{}, &corev1.Node{}, &karpv1.NodeClaim{}, &karpv1.NodePool{}, &kwokv1alpha1.KWOKNodeClass{}, &awsv1.EC2NodeClass{},
-		&appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{}, &batchv1.Job{})
-	if err := operator.IndexFields(context.Background(), builderIndexer{builder}); err != nil {
+	e.store = newStore(scheme, restMapper(scheme), e.clock, opts.Seed)
+	if err := operator.IndexFields(context.Background(), e.store); err != nil {
 		return nil, err
 	}
-	e.store = &store{Client: builder.Build(), clock: e.clock, rand: rand.New(rand.NewSource(opts.Seed)), deletedAt: map[objectKey]metav1.Time{}}
+	if err := indexPodsByController(context.Background(), e.store); err != nil {
+		return nil, err
+	}
 	e.report = newRecorder(e, opts.InstanceTypes)
 	e.components = operator.Build(operator.Config{
 		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay, KWOKServesEC2NodeClasses: true,
@@ -257,12 +244,4 @@ func (e *Engine) drain(ctx context.Context) error {
 // offset is the simulated time since the start, for messages.
 func (e *Engine) offset() string {
 	return e.clock.Now().Sub(e.opts.Start).String()
-}
-
-// builderIndexer registers field indexes on a fake client builder.
-type builderIndexer struct{ b *fake.ClientBuilder }
-
-func (i builderIndexer) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	i.b.WithIndex(obj, field, extract)
-	return nil
 }

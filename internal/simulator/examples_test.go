@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -80,4 +81,23 @@ func TestReportIsDeterministic(t *testing.T) {
 	if !bytes.Equal(outs[0].Bytes(), outs[1].Bytes()) {
 		t.Errorf("two runs with seed 7 differ (%d and %d bytes)", outs[0].Len(), outs[1].Len())
 	}
+}
+
+// BenchmarkDay runs examples/daily: 24 simulated hours peaking near 500
+// nodes and 5,000 pods (target: under 60 s on 2 cores).
+func BenchmarkDay(b *testing.B) {
+	for b.Loop() {
+		rep := runExample(b, "daily/scenario.yaml", Options{Seed: 1, Duration: dayDuration()})
+		b.ReportMetric(float64(rep.Summary.NodesPeak), "peak-nodes")
+		b.ReportMetric(float64(rep.Summary.PodsCreated), "pods")
+	}
+}
+
+// dayDuration lets a profiling run cut the day short
+// (NODEWRIGHT_BENCH_DAY=3h).
+func dayDuration() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("NODEWRIGHT_BENCH_DAY")); err == nil {
+		return d
+	}
+	return 0
 }

@@ -21,23 +21,12 @@ import (
 // a pod's nominated node first, as kube-scheduler does; pods that fit
 // nowhere are marked Unschedulable, which is what Nodewright watches for.
 func (e *Engine) schedule(ctx context.Context) error {
-	var podList corev1.PodList
-	if err := e.store.List(ctx, &podList); err != nil {
-		return fmt.Errorf("emulated kube-scheduler: listing pods: %w", err)
-	}
-	var nodeList corev1.NodeList
-	if err := e.store.List(ctx, &nodeList); err != nil {
-		return fmt.Errorf("emulated kube-scheduler: listing nodes: %w", err)
-	}
+	// The cluster model is current with every write (the engine feeds it
+	// synchronously), and shares its objects read-only: no copies.
+	inv := e.components.Cluster.Inventory()
 	var pending []*corev1.Pod
-	bound := map[string][]*corev1.Pod{}
-	for i := range podList.Items {
-		p := &podList.Items[i]
-		switch {
-		case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
-		case p.Spec.NodeName != "":
-			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
-		case p.DeletionTimestamp == nil:
+	for _, p := range inv.Pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			pending = append(pending, p)
 		}
 	}
@@ -53,13 +42,13 @@ func (e *Engine) schedule(ctx context.Context) error {
 	})
 	nodes := map[string]*sched.Node{}
 	var order []string
-	for i := range nodeList.Items {
-		n := &nodeList.Items[i]
+	for _, v := range inv.Nodes {
+		n := v.Node
 		if !takesPods(n) {
 			continue
 		}
 		nodes[n.Name] = &sched.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable,
-			Pods: slices.Clone(bound[n.Name]), NodePool: n.Labels[karpv1.LabelNodePool], Initialized: true}
+			Pods: slices.Clone(v.Pods), NodePool: n.Labels[karpv1.LabelNodePool], Initialized: true}
 		order = append(order, n.Name)
 	}
 	slices.Sort(order)
@@ -74,10 +63,9 @@ func (e *Engine) schedule(ctx context.Context) error {
 			rest = append(rest, p)
 		}
 	}
-	in := e.components.Cluster.Snapshot()
 	solve := func(pods []*corev1.Pod, on []sched.Node) sched.Plan {
-		return sched.Solve(sched.Input{Pods: pods, Nodes: on, Namespaces: in.Namespaces,
-			PersistentVolumeClaims: in.PersistentVolumeClaims, PersistentVolumes: in.PersistentVolumes, StorageClasses: in.StorageClasses})
+		return sched.Solve(sched.Input{Pods: pods, Nodes: on, Namespaces: inv.Namespaces,
+			PersistentVolumeClaims: inv.PersistentVolumeClaims, PersistentVolumes: inv.PersistentVolumes, StorageClasses: inv.StorageClasses})
 	}
 	var placements []sched.Placement
 	for _, name := range order {

@@ -57,17 +57,27 @@ type workloads struct {
 	kube   client.Client
 }
 
+// podControllerIndex indexes pods by their controller's UID.
+const podControllerIndex = "metadata.ownerReferences.controller.uid"
+
+func indexPodsByController(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &corev1.Pod{}, podControllerIndex, func(o client.Object) []string {
+		if ref := metav1.GetControllerOf(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	})
+}
+
 // ownedPods lists the pods obj controls.
 func (w *workloads) ownedPods(ctx context.Context, obj client.Object) ([]*corev1.Pod, error) {
 	var list corev1.PodList
-	if err := w.kube.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := w.kube.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{podControllerIndex: string(obj.GetUID())}); err != nil {
 		return nil, fmt.Errorf("listing the pods of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
-	var out []*corev1.Pod
+	out := make([]*corev1.Pod, len(list.Items))
 	for i := range list.Items {
-		if ref := metav1.GetControllerOf(&list.Items[i]); ref != nil && ref.UID == obj.GetUID() {
-			out = append(out, &list.Items[i])
-		}
+		out[i] = &list.Items[i]
 	}
 	return out, nil
 }

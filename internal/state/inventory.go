@@ -2,6 +2,7 @@ package state
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -15,6 +16,11 @@ type Inventory struct {
 	// Pending are NodeClaims whose node has not registered.
 	Pending []*karpv1.NodeClaim
 	Pods    []*corev1.Pod
+	// Namespaces (labels) and storage, as in a Snapshot.
+	Namespaces             map[string]map[string]string
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
 }
 
 // NodeView is a node, its NodeClaim (nil for a node Nodewright does not
@@ -59,6 +65,19 @@ func (c *Cluster) Inventory() Inventory {
 		if nc := c.nodeClaims[name]; !registered[nc] {
 			inv.Pending = append(inv.Pending, nc)
 		}
+	}
+	inv.Namespaces = map[string]map[string]string{}
+	for ns, l := range c.namespaces {
+		inv.Namespaces[ns] = l
+	}
+	for _, k := range sortedKeys(c.claims, types.NamespacedName.String) {
+		inv.PersistentVolumeClaims = append(inv.PersistentVolumeClaims, c.claims[k])
+	}
+	for _, k := range sortedKeys(c.volumes, name) {
+		inv.PersistentVolumes = append(inv.PersistentVolumes, c.volumes[k])
+	}
+	for _, k := range sortedKeys(c.storageClasses, name) {
+		inv.StorageClasses = append(inv.StorageClasses, c.storageClasses[k])
 	}
 	return inv
 }

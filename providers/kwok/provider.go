@@ -37,6 +37,8 @@ const (
 type Provider struct {
 	kube  client.Client
 	types []*catalog.InstanceType
+	// labels[i] are types[i]'s labels as requirements, built once.
+	labels []requirement.Requirements
 
 	mu sync.Mutex
 	// refused offerings fail Create with insufficient capacity (tests).
@@ -63,6 +65,7 @@ func New(kube client.Client, types []catalog.InstanceType) *Provider {
 	p := &Provider{kube: kube, refused: map[cloudprovider.Offering]bool{}}
 	for i := range types {
 		p.types = append(p.types, &types[i])
+		p.labels = append(p.labels, requirement.FromLabels(types[i].Labels))
 	}
 	return p
 }
@@ -186,10 +189,10 @@ func (p *Provider) choose(nc *karpv1.NodeClaim) (*catalog.InstanceType, catalog.
 	zones, zoneSet := reqs.Get(corev1.LabelTopologyZone)
 	capacityTypes, ctSet := reqs.Get(karpv1.LabelCapacityType)
 	allows := func(r requirement.Requirement, ok bool, v string) bool { return !ok || r.Has(v) }
-	for _, it := range p.types {
+	for i, it := range p.types {
 		// The type's own labels first (once per type), then each
 		// offering's zone and capacity type.
-		if !fits(nc.Spec.Resources.Requests, it.Allocatable) || reqs.Intersects(requirement.FromLabels(it.Labels)) != nil {
+		if !fits(nc.Spec.Resources.Requests, it.Allocatable) || reqs.Intersects(p.labels[i]) != nil {
 			continue
 		}
 		for _, o := range it.Offerings {
