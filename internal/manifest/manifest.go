@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -44,6 +45,9 @@ type Set struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// PodDisruptionBudgets shape no purchase; the simulator's evictions
+	// honour them.
+	PodDisruptionBudgets []*policyv1.PodDisruptionBudget
 	// Ignored counts documents of kinds that do not affect node decisions
 	// (Namespaces, Services, ConfigMaps, ...), by kind.
 	Ignored map[string]int
@@ -52,7 +56,7 @@ type Set struct {
 // ignoredKinds are accepted and skipped: they shape no node decision.
 var ignoredKinds = map[string]bool{
 	"Service": true, "ConfigMap": true, "Secret": true, "ServiceAccount": true,
-	"PodDisruptionBudget": true, "PriorityClass": true, "HorizontalPodAutoscaler": true,
+	"PriorityClass": true, "HorizontalPodAutoscaler": true,
 	"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true,
 	"Ingress": true, "NetworkPolicy": true, "LimitRange": true, "ResourceQuota": true,
 }
@@ -204,6 +208,8 @@ func (s *Set) addJSON(js []byte) error {
 		return decodeInto(js, tm, "v1", &s.PersistentVolumeClaims)
 	case "PersistentVolume":
 		return decodeInto(js, tm, "v1", &s.PersistentVolumes)
+	case "PodDisruptionBudget.policy":
+		return decodeInto(js, tm, "policy/v1", &s.PodDisruptionBudgets)
 	case "StorageClass.storage.k8s.io":
 		return decodeInto(js, tm, "storage.k8s.io/v1", &s.StorageClasses)
 	}

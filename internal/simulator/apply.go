@@ -54,6 +54,9 @@ func (e *Engine) Apply(ctx context.Context, set *manifest.Set) error {
 	for _, o := range set.StatefulSets {
 		objs = append(objs, o.DeepCopy())
 	}
+	for _, o := range set.PodDisruptionBudgets {
+		objs = append(objs, o.DeepCopy())
+	}
 	for _, o := range set.Jobs {
 		if _, err := JobDuration(o); err != nil {
 			return err

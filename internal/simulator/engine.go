@@ -110,6 +110,7 @@ func New(opts Options) (*Engine, error) {
 	e.controllers = append(e.controllers, e.components.Controllers...)
 	e.controllers = append(e.controllers, workloadControllers(e)...)
 	e.store.changed = e.changed
+	e.store.evictionAllowed = e.evictionAllowed
 	e.nextGC = opts.Start.Add(garbagecollection.Interval(0))
 	e.nextResync = opts.Start.Add(provisioning.ResyncInterval)
 	return e, nil
@@ -141,11 +142,21 @@ func (e *Engine) changed(obj client.Object, deleted bool) {
 	case *corev1.Node:
 		e.scheduleDue = true
 	case *corev1.Pod:
-		if deleted || o.Spec.NodeName == "" && o.Status.Phase == "" {
+		if deleted || o.Spec.NodeName == "" && !attempted(o) || o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
 			e.scheduleDue = true // a new pod to place, or room freed
 		}
 	}
 	e.report.changed(obj, deleted)
+}
+
+// attempted: kube-scheduler has tried to place the pod already.
+func attempted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return true
+		}
+	}
+	return false
 }
 
 // Run plays the simulation to its end and returns the report.

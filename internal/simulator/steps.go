@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ var kinds = map[string]func() client.Object{
 	"KWOKNodeClass": func() client.Object { return &kwokv1alpha1.KWOKNodeClass{} }, "EC2NodeClass": func() client.Object { return &awsv1.EC2NodeClass{} },
 	"PersistentVolumeClaim": func() client.Object { return &corev1.PersistentVolumeClaim{} },
 	"StorageClass":          func() client.Object { return &storagev1.StorageClass{} },
+	"PodDisruptionBudget":   func() client.Object { return &policyv1.PodDisruptionBudget{} },
 }
 
 // Reason for NodeClaims a scenario interrupts.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -194,6 +195,9 @@ func (s *store) Create(_ context.Context, obj client.Object, _ ...client.CreateO
 	obj.SetResourceVersion(fmt.Sprint(s.version))
 	obj.SetGeneration(1)
 	obj.SetDeletionTimestamp(nil)
+	if pod, ok := obj.(*corev1.Pod); ok && pod.Status.Phase == "" {
+		pod.Status.Phase = corev1.PodPending // as the API server defaults it
+	}
 	objs[key] = obj.DeepCopyObject().(client.Object)
 	s.report(objs[key], false)
 	return nil
