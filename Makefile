@@ -47,10 +47,12 @@ verify: generate ## gofmt, go vet, go.mod tidy, and generated files up to date.
 	@if [[ -n "$$(git status --porcelain -- api)" ]]; then \
 		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api; exit 1; fi
 
-bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against the targets, plan on it, Go benchmarks.
+bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against the targets, plan on it, the simulator's day, Go benchmarks.
 	go run ./internal/benchmark/cmd/diverse
 	go run ./internal/benchmark/cmd/diverse -pods 5000 -out $(BIN)/diverse-5000
 	go run ./cmd/nodewright plan -f $(BIN)/diverse-5000/workload.yaml --catalog $(BIN)/diverse-5000/catalog.json | tail -n 1
+	@echo "simulate examples/daily (24 h, ~450 nodes, ~6,000 pods; target: under 60 s on 2 cores):"
+	go run ./cmd/nodewright simulate -q -f examples/daily | tail -n 7
 	go test -run '^$$' -bench . -benchmem ./...
 
 crds: ## Print the CRDs (same as 'nodewright crds').
