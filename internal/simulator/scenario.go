@@ -225,7 +225,9 @@ func addFiles(fsys fs.FS, set *manifest.Set, p string) error {
 	return nil
 }
 
-// expandFS lists a file, or a directory's manifest files (sorted).
+// expandFS lists a file, or the manifest files directly in a directory
+// (sorted; not its subdirectories), as `kubectl apply -f DIR` and
+// `nodewright plan` read them.
 func expandFS(fsys fs.FS, p string) ([]string, error) {
 	st, err := fs.Stat(fsys, p)
 	if err != nil {
@@ -234,21 +236,18 @@ func expandFS(fsys fs.FS, p string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{p}, nil
 	}
-	var out []string
-	err = fs.WalkDir(fsys, p, func(f string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(path.Ext(f)) {
-		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				out = append(out, f)
-			}
-		}
-		return nil
-	})
+	entries, err := fs.ReadDir(fsys, p)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", p, err)
+	}
+	var out []string
+	for _, d := range entries {
+		switch strings.ToLower(path.Ext(d.Name())) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				out = append(out, path.Join(p, d.Name()))
+			}
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", p)

@@ -2,6 +2,7 @@ package kwok_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -24,7 +26,7 @@ import (
 func scheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme, awsv1.AddToScheme} {
 		if err := add(s); err != nil {
 			t.Fatal(err)
 		}
@@ -172,4 +174,37 @@ func TestNodeClassStates(t *testing.T) {
 func stampCreation(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 	obj.SetCreationTimestamp(metav1.Now())
 	return c.Create(ctx, obj, opts...)
+}
+
+// ServeEC2NodeClasses lets NodePools written for AWS launch kwok nodes (the
+// simulator plays AWS manifests this way); without it they are not kwok's.
+func TestServeEC2NodeClasses(t *testing.T) {
+	ctx := context.Background()
+	ec2 := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	e := newEnv(t, ec2)
+	ref := &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	if cloudprovider.Manages(e.provider, ref) {
+		t.Fatal("the kwok provider manages EC2NodeClass pools by default")
+	}
+	nc := e.nodeClaim("aws")
+	nc.Spec.NodeClassRef = ref
+	if _, err := e.provider.Create(ctx, nc); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("EC2NodeClass claim without ServeEC2NodeClasses: %v, want refused", err)
+	}
+	e.provider.ServeEC2NodeClasses()
+	if !cloudprovider.Manages(e.provider, ref) {
+		t.Fatal("ServeEC2NodeClasses: EC2NodeClass pools still not managed")
+	}
+	launched, err := e.provider.Create(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launched.Status.ProviderID == "" {
+		t.Errorf("launched %+v: no provider ID", launched.Status)
+	}
+	missing := e.nodeClaim("aws-missing")
+	missing.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "nope"}
+	if _, err := e.provider.Create(ctx, missing); !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "EC2NodeClass nope not found") {
+		t.Errorf("missing EC2NodeClass: %v", err)
+	}
 }
