@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,12 +68,12 @@ var ignoredKinds = map[string]bool{
 func Load(paths ...string) (*Set, error) {
 	s := &Set{}
 	for _, p := range paths {
-		files, err := expand(p)
+		files, err := Files(OS, p)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := fs.ReadFile(OS, f)
 			if err != nil {
 				return nil, fmt.Errorf("reading %s: %w", f, err)
 			}
@@ -83,29 +85,39 @@ func Load(paths ...string) (*Set, error) {
 	return s, nil
 }
 
-func expand(path string) ([]string, error) {
-	info, err := os.Stat(path)
+// OS reads the operating system's files by their own paths, relative or
+// absolute (which fs.FS paths may not be).
+var OS fs.FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) Open(name string) (fs.File, error) { return os.Open(filepath.FromSlash(name)) }
+
+// Files lists p when it is a file, or the *.yaml, *.yml and *.json files
+// directly in it (sorted, not its subdirectories) when it is a directory.
+func Files(fsys fs.FS, p string) ([]string, error) {
+	info, err := fs.Stat(fsys, p)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
 	if !info.IsDir() {
-		return []string{path}, nil
+		return []string{p}, nil
 	}
-	entries, err := os.ReadDir(path)
+	entries, err := fs.ReadDir(fsys, p)
 	if err != nil {
-		return nil, fmt.Errorf("reading directory %s: %w", path, err)
+		return nil, fmt.Errorf("reading directory %s: %w", p, err)
 	}
 	var files []string
 	for _, e := range entries {
-		switch strings.ToLower(filepath.Ext(e.Name())) {
+		switch strings.ToLower(path.Ext(e.Name())) {
 		case ".yaml", ".yml", ".json":
 			if !e.IsDir() {
-				files = append(files, filepath.Join(path, e.Name()))
+				files = append(files, path.Join(p, e.Name()))
 			}
 		}
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("directory %s has no .yaml, .yml or .json files", path)
+		return nil, fmt.Errorf("directory %s has no .yaml, .yml or .json files", p)
 	}
 	slices.Sort(files)
 	return files, nil

@@ -30,62 +30,34 @@ func Observe(cluster *state.Cluster, trigger func(), obj client.Object, deleted 
 	case *corev1.Pod:
 		if deleted {
 			cluster.DeletePod(o.Namespace, o.Name)
-			return
-		}
-		cluster.UpdatePod(o)
-		if cluster.Provisionable(o) {
+		} else if cluster.UpdatePod(o); cluster.Provisionable(o) {
 			trigger()
 		}
-	case *corev1.Node:
-		if deleted {
-			cluster.DeleteNode(o.Name)
-			return
-		}
-		cluster.UpdateNode(o)
 	case *karpv1.NodeClaim:
-		if deleted {
-			cluster.DeleteNodeClaim(o.Name)
-			trigger()
-			return
-		}
-		cluster.UpdateNodeClaim(o)
+		apply(deleted, o, cluster.UpdateNodeClaim, func(nc *karpv1.NodeClaim) { cluster.DeleteNodeClaim(nc.Name); trigger() })
 	case *karpv1.NodePool:
-		if deleted {
-			cluster.DeleteNodePool(o.Name)
-			return
-		}
-		cluster.UpdateNodePool(o)
-		trigger()
+		apply(deleted, o, func(np *karpv1.NodePool) { cluster.UpdateNodePool(np); trigger() }, func(np *karpv1.NodePool) { cluster.DeleteNodePool(np.Name) })
+	case *corev1.Node:
+		apply(deleted, o, cluster.UpdateNode, func(n *corev1.Node) { cluster.DeleteNode(n.Name) })
 	case *appsv1.DaemonSet:
-		if deleted {
-			cluster.DeleteDaemonSet(o.Namespace, o.Name)
-			return
-		}
-		cluster.UpdateDaemonSet(o)
+		apply(deleted, o, cluster.UpdateDaemonSet, func(ds *appsv1.DaemonSet) { cluster.DeleteDaemonSet(ds.Namespace, ds.Name) })
 	case *corev1.Namespace:
-		if deleted {
-			cluster.DeleteNamespace(o.Name)
-			return
-		}
-		cluster.UpdateNamespace(o)
+		apply(deleted, o, cluster.UpdateNamespace, func(ns *corev1.Namespace) { cluster.DeleteNamespace(ns.Name) })
 	case *corev1.PersistentVolumeClaim:
-		if deleted {
-			cluster.DeletePersistentVolumeClaim(o.Namespace, o.Name)
-			return
-		}
-		cluster.UpdatePersistentVolumeClaim(o)
+		apply(deleted, o, cluster.UpdatePersistentVolumeClaim, func(c *corev1.PersistentVolumeClaim) { cluster.DeletePersistentVolumeClaim(c.Namespace, c.Name) })
 	case *corev1.PersistentVolume:
-		if deleted {
-			cluster.DeletePersistentVolume(o.Name)
-			return
-		}
-		cluster.UpdatePersistentVolume(o)
+		apply(deleted, o, cluster.UpdatePersistentVolume, func(pv *corev1.PersistentVolume) { cluster.DeletePersistentVolume(pv.Name) })
 	case *storagev1.StorageClass:
-		if deleted {
-			cluster.DeleteStorageClass(o.Name)
-			return
-		}
-		cluster.UpdateStorageClass(o)
+		apply(deleted, o, cluster.UpdateStorageClass, func(sc *storagev1.StorageClass) { cluster.DeleteStorageClass(sc.Name) })
+	}
+}
+
+// apply calls remove for a deleted object, update otherwise.
+func apply[T any](deleted bool, obj T, update, remove func(T)) {
+	if deleted {
+		remove(obj)
+	} else {
+		update(obj)
 	}
 }
 

@@ -17,61 +17,40 @@ import (
 // workloads and pods. NodeClaims in manifests are not applied (Nodewright
 // makes its own).
 func (e *Engine) Apply(ctx context.Context, set *manifest.Set) error {
+	nodes := make([]*corev1.Node, len(set.Nodes))
+	for i, n := range set.Nodes {
+		nodes[i] = readyNode(n.DeepCopy())
+	}
 	var objs []client.Object
-	for _, o := range set.KWOKNodeClasses {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.EC2NodeClasses {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.NodePools {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.Namespaces {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.StorageClasses {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.PersistentVolumes {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.AllPersistentVolumeClaims() {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, n := range set.Nodes {
-		objs = append(objs, readyNode(n.DeepCopy()))
-	}
-	for _, o := range set.DaemonSets {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.Deployments {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.ReplicaSets {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.StatefulSets {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.PodDisruptionBudgets {
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.Jobs {
-		if _, err := JobDuration(o); err != nil {
-			return err
-		}
-		objs = append(objs, o.DeepCopy())
-	}
-	for _, o := range set.Pods {
-		objs = append(objs, o.DeepCopy())
-	}
+	objs = appendCopies(objs, set.KWOKNodeClasses)
+	objs = appendCopies(objs, set.EC2NodeClasses)
+	objs = appendCopies(objs, set.NodePools)
+	objs = appendCopies(objs, set.Namespaces)
+	objs = appendCopies(objs, set.StorageClasses)
+	objs = appendCopies(objs, set.PersistentVolumes)
+	objs = appendCopies(objs, set.AllPersistentVolumeClaims())
+	objs = appendCopies(objs, nodes)
+	objs = appendCopies(objs, set.DaemonSets)
+	objs = appendCopies(objs, set.Deployments)
+	objs = appendCopies(objs, set.ReplicaSets)
+	objs = appendCopies(objs, set.StatefulSets)
+	objs = appendCopies(objs, set.PodDisruptionBudgets)
+	objs = appendCopies(objs, set.Jobs)
+	objs = appendCopies(objs, set.Pods)
 	for _, obj := range objs {
 		if err := e.create(ctx, obj); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// appendCopies appends a copy of each item.
+func appendCopies[T client.Object](objs []client.Object, items []T) []client.Object {
+	for _, o := range items {
+		objs = append(objs, o.DeepCopyObject().(client.Object))
+	}
+	return objs
 }
 
 // create creates obj (in namespace default when it is namespaced and has

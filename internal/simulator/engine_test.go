@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
@@ -91,18 +90,7 @@ func TestDeploymentGetsNodesAndEveryPodBinds(t *testing.T) {
 	types := defaultCatalog(t)
 	in, _ := plan.Input(set, types)
 	want := sched.Solve(in)
-	e, err := New(Options{InstanceTypes: types, Duration: 10 * time.Minute, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := e.Apply(ctx, set); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := mustSimulate(t, &Input{Initial: set}, Options{InstanceTypes: types, Duration: 10 * time.Minute, Seed: 1})
 	if rep.Summary.PodsBound != 36 || rep.Summary.PodsPendingAtEnd != 0 {
 		t.Errorf("%d pods bound, %d pending: want all 36 bound", rep.Summary.PodsBound, rep.Summary.PodsPendingAtEnd)
 	}

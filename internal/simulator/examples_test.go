@@ -10,18 +10,12 @@ import (
 	"github.com/nodewright/nodewright/examples"
 )
 
-func runExample(t testing.TB, path string, opts Options) *Report {
+// simulate runs in with opts (the default catalog unless opts has one)
+// and returns what Run returns.
+func simulate(t testing.TB, in *Input, opts Options) (*Report, error) {
 	t.Helper()
-	in, err := LoadFS(examples.FS, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.InstanceTypes = defaultCatalog(t)
-	if d := in.Scenario.Spec.Duration; d != nil && opts.Duration == 0 {
-		opts.Duration = timeDuration(*d)
-	}
-	if b := in.Scenario.Spec.BootDelay; b != nil {
-		opts.BootDelay = timeDuration(*b)
+	if opts.InstanceTypes == nil {
+		opts.InstanceTypes = defaultCatalog(t)
 	}
 	e, err := New(opts)
 	if err != nil {
@@ -31,11 +25,34 @@ func runExample(t testing.TB, path string, opts Options) *Report {
 	if err := e.Load(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.Run(ctx)
+	return e.Run(ctx)
+}
+
+// mustSimulate is simulate that fails the test on an error.
+func mustSimulate(t testing.TB, in *Input, opts Options) *Report {
+	t.Helper()
+	rep, err := simulate(t, in, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// runExample runs an embedded example with its scenario's duration and
+// boot delay unless opts sets them.
+func runExample(t testing.TB, path string, opts Options) *Report {
+	t.Helper()
+	in, err := LoadFS(examples.FS, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := in.Scenario.Spec.Duration; d != nil && opts.Duration == 0 {
+		opts.Duration = timeDuration(*d)
+	}
+	if b := in.Scenario.Spec.BootDelay; b != nil && opts.BootDelay == 0 {
+		opts.BootDelay = timeDuration(*b)
+	}
+	return mustSimulate(t, in, opts)
 }
 
 func BenchmarkQuickstart(b *testing.B) {

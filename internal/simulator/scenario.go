@@ -2,13 +2,13 @@ package simulator
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -142,7 +142,7 @@ type Input struct {
 // Load reads paths: scenario files (kind Scenario) and plain manifests
 // (files or directories, applied at the start). At most one scenario.
 func Load(paths ...string) (*Input, error) {
-	return load(osFS{}, paths)
+	return load(manifest.OS, paths)
 }
 
 // LoadFS is Load on a file system (the embedded examples).
@@ -150,17 +150,11 @@ func LoadFS(fsys fs.FS, paths ...string) (*Input, error) {
 	return load(fsys, paths)
 }
 
-// osFS reads the operating system's files by their own paths (relative or
-// absolute), which fs.FS does not allow.
-type osFS struct{}
-
-func (osFS) Open(name string) (fs.File, error) { return os.Open(filepath.FromSlash(name)) }
-
 func load(fsys fs.FS, paths []string) (*Input, error) {
 	in := &Input{Initial: &manifest.Set{}, StepManifests: map[int]*manifest.Set{}}
 	scenarios := 0
 	for _, p := range paths {
-		files, err := expandFS(fsys, p)
+		files, err := manifest.Files(fsys, p)
 		if err != nil {
 			return nil, err
 		}
@@ -202,11 +196,18 @@ func load(fsys fs.FS, paths []string) (*Input, error) {
 			}
 		}
 	}
+	for _, set := range append([]*manifest.Set{in.Initial}, slices.Collect(maps.Values(in.StepManifests))...) {
+		for _, j := range set.Jobs {
+			if _, err := JobDuration(j); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return in, nil
 }
 
 func addFiles(fsys fs.FS, set *manifest.Set, p string) error {
-	files, err := expandFS(fsys, p)
+	files, err := manifest.Files(fsys, p)
 	if err != nil {
 		return err
 	}
@@ -223,36 +224,6 @@ func addFiles(fsys fs.FS, set *manifest.Set, p string) error {
 		}
 	}
 	return nil
-}
-
-// expandFS lists a file, or the manifest files directly in a directory
-// (sorted; not its subdirectories), as `kubectl apply -f DIR` and
-// `nodewright plan` read them.
-func expandFS(fsys fs.FS, p string) ([]string, error) {
-	st, err := fs.Stat(fsys, p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
-	}
-	if !st.IsDir() {
-		return []string{p}, nil
-	}
-	entries, err := fs.ReadDir(fsys, p)
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", p, err)
-	}
-	var out []string
-	for _, d := range entries {
-		switch strings.ToLower(path.Ext(d.Name())) {
-		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				out = append(out, path.Join(p, d.Name()))
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no .yaml, .yml or .json files", p)
-	}
-	return out, nil
 }
 
 // isScenario: a document whose kind is Scenario.

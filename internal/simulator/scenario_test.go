@@ -1,7 +1,6 @@
 package simulator
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -83,18 +82,7 @@ func runScenario(t *testing.T, steps string, duration time.Duration) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: duration, Seed: 3, BootDelay: 20 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := e.Load(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := e.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := mustSimulate(t, in, Options{Duration: duration, Seed: 3, BootDelay: 20 * time.Second})
 	for _, msg := range rep.Errors {
 		t.Logf("controller error: %s", msg)
 	}
@@ -179,14 +167,7 @@ func TestSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 5 * time.Minute})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Load(context.Background(), in); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "spec.steps[0] (at 1m0s)") {
+		if _, err := simulate(t, in, Options{Duration: 5 * time.Minute}); err == nil || !strings.Contains(err.Error(), "spec.steps[0] (at 1m0s)") {
 			t.Errorf("error %v: want the step named", err)
 		}
 	})
@@ -203,18 +184,7 @@ func TestDrainHonoursPodDisruptionBudgets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 15 * time.Minute, Seed: 3, BootDelay: 20 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Load(context.Background(), in); err != nil {
-			t.Fatal(err)
-		}
-		rep, err := e.Run(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep
+		return mustSimulate(t, in, Options{Duration: 15 * time.Minute, Seed: 3, BootDelay: 20 * time.Second})
 	}
 	rep := run(fsys)
 	terminated := entries(rep, EntryTerminated)

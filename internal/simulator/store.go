@@ -98,6 +98,21 @@ func (s *store) kind(obj client.Object) (schema.GroupVersionKind, map[types.Name
 	return gvk, s.objects[gvk], nil
 }
 
+// lookup finds the stored object obj names: its kind, the kind's objects,
+// its key, and the object, or NotFound.
+func (s *store) lookup(obj client.Object) (schema.GroupVersionKind, map[types.NamespacedName]client.Object, types.NamespacedName, client.Object, error) {
+	gvk, objs, err := s.kind(obj)
+	if err != nil {
+		return gvk, nil, types.NamespacedName{}, nil, err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	stored, ok := objs[key]
+	if !ok {
+		return gvk, objs, key, nil, apierrors.NewNotFound(s.resource(gvk), key.Name)
+	}
+	return gvk, objs, key, stored, nil
+}
+
 // into copies stored into out (typed, or unstructured).
 func into(stored, out client.Object) {
 	if u, ok := out.(*unstructured.Unstructured); ok {
@@ -113,13 +128,11 @@ func into(stored, out client.Object) {
 }
 
 func (s *store) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	gvk, objs, err := s.kind(obj)
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	_, _, _, stored, err := s.lookup(obj)
 	if err != nil {
 		return err
-	}
-	stored, ok := objs[key]
-	if !ok {
-		return apierrors.NewNotFound(s.resource(gvk), key.Name)
 	}
 	into(stored, obj)
 	return nil
@@ -221,13 +234,9 @@ func (s *store) Patch(_ context.Context, obj client.Object, patch client.Patch, 
 
 // patched applies patch to the stored object.
 func (s *store) patched(obj client.Object, patch client.Patch) (client.Object, error) {
-	gvk, objs, err := s.kind(obj)
+	gvk, _, _, stored, err := s.lookup(obj)
 	if err != nil {
 		return nil, err
-	}
-	stored, ok := objs[client.ObjectKeyFromObject(obj)]
-	if !ok {
-		return nil, apierrors.NewNotFound(s.resource(gvk), obj.GetName())
 	}
 	data, err := patch.Data(obj)
 	if err != nil {
@@ -267,14 +276,9 @@ func (s *store) patched(obj client.Object, patch client.Patch) (client.Object, e
 // is set must match. Removing the last finalizer of a deleted object
 // removes it.
 func (s *store) write(obj client.Object, subresource string) error {
-	gvk, objs, err := s.kind(obj)
+	gvk, objs, key, stored, err := s.lookup(obj)
 	if err != nil {
 		return err
-	}
-	key := client.ObjectKeyFromObject(obj)
-	stored, ok := objs[key]
-	if !ok {
-		return apierrors.NewNotFound(s.resource(gvk), key.Name)
 	}
 	if rv := obj.GetResourceVersion(); rv != "" && rv != stored.GetResourceVersion() {
 		return apierrors.NewConflict(s.resource(gvk), key.Name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
@@ -330,14 +334,9 @@ func copyField(dst, src client.Object, name string) {
 }
 
 func (s *store) Delete(_ context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	gvk, objs, err := s.kind(obj)
+	gvk, objs, key, stored, err := s.lookup(obj)
 	if err != nil {
 		return err
-	}
-	key := client.ObjectKeyFromObject(obj)
-	stored, ok := objs[key]
-	if !ok {
-		return apierrors.NewNotFound(s.resource(gvk), key.Name)
 	}
 	o := (&client.DeleteOptions{}).ApplyOptions(opts)
 	if p := o.Preconditions; p != nil {

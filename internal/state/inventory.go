@@ -31,6 +31,28 @@ type NodeView struct {
 	Pods  []*corev1.Pod
 }
 
+// placement returns what constrains where pods go besides nodes: namespace
+// labels and storage. The caller holds the read lock.
+func (c *Cluster) placement() (map[string]map[string]string, []*corev1.PersistentVolumeClaim, []*corev1.PersistentVolume, []*storagev1.StorageClass) {
+	namespaces := make(map[string]map[string]string, len(c.namespaces))
+	for ns, l := range c.namespaces {
+		namespaces[ns] = l
+	}
+	var pvcs []*corev1.PersistentVolumeClaim
+	for _, k := range sortedKeys(c.claims, types.NamespacedName.String) {
+		pvcs = append(pvcs, c.claims[k])
+	}
+	var pvs []*corev1.PersistentVolume
+	for _, k := range sortedKeys(c.volumes, name) {
+		pvs = append(pvs, c.volumes[k])
+	}
+	var classes []*storagev1.StorageClass
+	for _, k := range sortedKeys(c.storageClasses, name) {
+		classes = append(classes, c.storageClasses[k])
+	}
+	return namespaces, pvcs, pvs, classes
+}
+
 // Inventory returns the current holdings, nodes and pods sorted by name.
 func (c *Cluster) Inventory() Inventory {
 	c.mu.RLock()
@@ -66,18 +88,6 @@ func (c *Cluster) Inventory() Inventory {
 			inv.Pending = append(inv.Pending, nc)
 		}
 	}
-	inv.Namespaces = map[string]map[string]string{}
-	for ns, l := range c.namespaces {
-		inv.Namespaces[ns] = l
-	}
-	for _, k := range sortedKeys(c.claims, types.NamespacedName.String) {
-		inv.PersistentVolumeClaims = append(inv.PersistentVolumeClaims, c.claims[k])
-	}
-	for _, k := range sortedKeys(c.volumes, name) {
-		inv.PersistentVolumes = append(inv.PersistentVolumes, c.volumes[k])
-	}
-	for _, k := range sortedKeys(c.storageClasses, name) {
-		inv.StorageClasses = append(inv.StorageClasses, c.storageClasses[k])
-	}
+	inv.Namespaces, inv.PersistentVolumeClaims, inv.PersistentVolumes, inv.StorageClasses = c.placement()
 	return inv
 }

@@ -45,7 +45,7 @@ func (c *Cluster) Snapshot() Snapshot {
 	now := c.clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	snap := Snapshot{Usage: map[string]corev1.ResourceList{}, Launching: map[string][]*karpv1.NodeClaim{}, Namespaces: map[string]map[string]string{}}
+	snap := Snapshot{Usage: map[string]corev1.ResourceList{}, Launching: map[string][]*karpv1.NodeClaim{}}
 
 	bound := map[string][]*corev1.Pod{}
 	for k, p := range c.pods {
@@ -134,18 +134,7 @@ func (c *Cluster) Snapshot() Snapshot {
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: ptrTo(true)}}
 		snap.DaemonSetPods = append(snap.DaemonSetPods, p)
 	}
-	for ns, l := range c.namespaces {
-		snap.Namespaces[ns] = l
-	}
-	for _, k := range sortedKeys(c.claims, types.NamespacedName.String) {
-		snap.PersistentVolumeClaims = append(snap.PersistentVolumeClaims, c.claims[k])
-	}
-	for _, k := range sortedKeys(c.volumes, name) {
-		snap.PersistentVolumes = append(snap.PersistentVolumes, c.volumes[k])
-	}
-	for _, k := range sortedKeys(c.storageClasses, name) {
-		snap.StorageClasses = append(snap.StorageClasses, c.storageClasses[k])
-	}
+	snap.Namespaces, snap.PersistentVolumeClaims, snap.PersistentVolumes, snap.StorageClasses = c.placement()
 	return snap
 }
 
