@@ -2,13 +2,13 @@ package simulator
 
 import (
 	"bytes"
-	"maps"
-	"slices"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
