@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 	"github.com/nodewright/nodewright/internal/controller/watch"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,11 +27,22 @@ type Controller struct {
 	kube    client.Client
 	cluster *state.Cluster
 	log     logr.Logger
+
+	mu sync.Mutex
+	// hinted: the pods this controller nominated, to their NodeClaim and
+	// node, so the hint can be withdrawn when the plan no longer holds.
+	hinted map[types.NamespacedName]hint
 }
+
+type hint struct{ claim, node string }
+
+// recheck is how often a NodeClaim with hinted pods is looked at again, so
+// hints whose nomination lapsed are withdrawn promptly.
+const recheck = 2 * time.Second
 
 // New wires the controller to the cluster model holding the nominations.
 func New(kube client.Client, cluster *state.Cluster, log logr.Logger) *Controller {
-	return &Controller{kube: kube, cluster: cluster, log: log}
+	return &Controller{kube: kube, cluster: cluster, log: log, hinted: map[types.NamespacedName]hint{}}
 }
 
 // IndexFields registers the pod index the controller clears hints by.
@@ -67,12 +81,69 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {
+		c.forgetClaim(nc.Name)
 		return reconcile.Result{}, c.clear(ctx, nc.Status.NodeName)
 	}
 	if nc.Status.NodeName == "" {
 		return reconcile.Result{}, nil
 	}
-	return reconcile.Result{}, c.Hint(ctx, nc.Name, nc.Status.NodeName)
+	if err := c.withdraw(ctx, nc.Name); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.Hint(ctx, nc.Name, nc.Status.NodeName); err != nil {
+		return reconcile.Result{}, err
+	}
+	if c.hints(nc.Name) > 0 {
+		return reconcile.Result{RequeueAfter: recheck}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// withdraw clears the hints of claim's pods whose nomination lapsed (or
+// moved): kube-scheduler may leave a pod with a stale nomination for
+// minutes, and a nominated pod is not provisionable, so it would wait for
+// nothing. Bound and deleted pods are forgotten.
+func (c *Controller) withdraw(ctx context.Context, claim string) error {
+	c.mu.Lock()
+	var mine []types.NamespacedName
+	for key, h := range c.hinted {
+		if h.claim == claim {
+			mine = append(mine, key)
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, key := range mine {
+		if c.cluster.NominationOf(key.Namespace, key.Name) == claim {
+			continue
+		}
+		c.mu.Lock()
+		h := c.hinted[key]
+		delete(c.hinted, key)
+		c.mu.Unlock()
+		p := &corev1.Pod{}
+		if err := c.kube.Get(ctx, key, p); err != nil {
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
+		}
+		if staleHint(p, h.node) {
+			errs = append(errs, c.setNominatedNode(ctx, p, ""))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// hints counts claim's hinted pods.
+func (c *Controller) hints(claim string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, h := range c.hinted {
+		if h.claim == claim {
+			n++
+		}
+	}
+	return n
 }
 
 // Hint sets status.nominatedNodeName to node on the pending pods planned
@@ -86,12 +157,38 @@ func (c *Controller) Hint(ctx context.Context, claim, node string) error {
 			errs = append(errs, client.IgnoreNotFound(err))
 			continue
 		}
+		if p.Spec.NodeName != "" {
+			c.forget(key)
+			continue
+		}
 		if !wantsHint(p, node) {
 			continue
 		}
-		errs = append(errs, c.setNominatedNode(ctx, p, node))
+		if err := c.setNominatedNode(ctx, p, node); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.mu.Lock()
+		c.hinted[key] = hint{claim: claim, node: node}
+		c.mu.Unlock()
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Controller) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.hinted, key)
+}
+
+func (c *Controller) forgetClaim(claim string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for key, h := range c.hinted {
+		if h.claim == claim {
+			delete(c.hinted, key)
+		}
+	}
 }
 
 // clear removes the hints pointing at a node that is going away.

@@ -134,15 +134,25 @@ func TestHintIsRestoredAfterKubeSchedulerClearsIt(t *testing.T) {
 		t.Errorf("pod a nominated to %q after kube-scheduler cleared it, want node-1", got)
 	}
 
-	// Once the nomination lapses the pod is kube-scheduler's (and the next
-	// provisioning decision's) again.
+	// Once the nomination lapses the hint is withdrawn (kube-scheduler may
+	// not try the pod again for minutes, and a nominated pod is not
+	// provisionable): the pod is the next provisioning decision's again.
+	res, err := c.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter == 0 {
+		t.Error("no recheck while a hint is out")
+	}
 	clk.Step(2 * time.Minute)
-	clearHint()
 	if _, err := c.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if got := nominatedNode(t, kube, "a"); got != "" {
-		t.Errorf("pod a nominated to %q after its nomination lapsed, want none", got)
+		t.Errorf("pod a still nominated to %q after its nomination lapsed, want none", got)
+	}
+	if res, _ := c.Reconcile(ctx, req); res.RequeueAfter != 0 {
+		t.Error("still rechecking with no hint out")
 	}
 }
 
@@ -183,6 +193,9 @@ func TestDecide(t *testing.T) {
 		{"bound", pending("p", func(p *corev1.Pod) { p.Spec.NodeName = "n" }), false, false},
 		{"terminating", pending("p", func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), false, false},
 		{"failed", pending("p", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false, false},
+		{"spread over zones", pending("p", func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}), true, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

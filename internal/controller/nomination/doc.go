@@ -11,8 +11,9 @@
 // kube-scheduler clears a pod's nomination whenever an attempt fails (for
 // example while the node is not Ready yet, or a zone spread waits for the
 // other zones' nodes), so it is set again until the pod binds or the
-// nomination lapses. When a NodeClaim is deleted, the hints
-// pointing at its node are cleared so the pods are provisionable again at
-// once. It owns no decision: the plan comes from the provisioner's
-// nominations in internal/state.
+// nomination lapses; then the hint is withdrawn, so the pod does not wait
+// on a stale nomination kube-scheduler may not revisit for minutes. When a
+// NodeClaim is deleted, the hints pointing at its node are cleared so the
+// pods are provisionable again at once. It owns no decision: the plan
+// comes from the provisioner's nominations in internal/state.
 package nomination
