@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"sync"
 	"time"
-	"github.com/nodewright/nodewright/internal/controller/watch"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
