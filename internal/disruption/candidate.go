@@ -86,7 +86,7 @@ func Consolidatable(nc *karpv1.NodeClaim, np *karpv1.NodePool, now time.Time) (o
 		since = nc.CreationTimestamp.Time
 	}
 	if left := since.Add(*after.Duration).Sub(now); left > 0 {
-		return false, fmt.Sprintf("consolidateAfter (%s) has not elapsed since the last pod event: %s left", *after.Duration, left.Round(time.Second)), left
+		return false, fmt.Sprintf("consolidateAfter (%s) has not elapsed since the last pod event", *after.Duration), left
 	}
 	return true, "", 0
 }

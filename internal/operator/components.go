@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodewright/nodewright/internal/controller/disruption"
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
 	"github.com/nodewright/nodewright/internal/controller/nodepool"
@@ -37,6 +38,9 @@ type Components struct {
 	GarbageCollector *garbagecollection.Collector
 	// KWOK is the kwok provider (scenario steps refuse its offerings).
 	KWOK *kwok.Provider
+	// Disruption makes and carries out disruption decisions, one pass at
+	// a time.
+	Disruption *disruption.Loop
 }
 
 // Dependencies are what the components act through.
@@ -82,6 +86,8 @@ func Build(conf Config, deps Dependencies) *Components {
 	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
 	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
+	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, cluster, clk, deps.Recorder, m).Controllers()...)
+	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), disruption.Options{})
 	if conf.KWOKKubelet {
 		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat}).Controllers()...)
 	}

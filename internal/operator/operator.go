@@ -133,6 +133,9 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := mgr.Add(c.GarbageCollector.Runnable()); err != nil {
 		return err
 	}
+	if err := mgr.Add(c.Disruption.Runnable()); err != nil {
+		return err
+	}
 	unregister, err := registerClusterCollector(metrics.NewClusterCollector(c.Cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
 	if err != nil {
 		return err

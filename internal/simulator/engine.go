@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	cdisruption "github.com/nodewright/nodewright/internal/controller/disruption"
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/watch"
@@ -64,8 +65,10 @@ type Engine struct {
 	gcRound     int
 	nextGC      time.Time
 	nextResync  time.Time
-	report      *recorder
-	errs        []error
+	// nextDisruption is when the disruption loop's next pass is due.
+	nextDisruption time.Time
+	report         *recorder
+	errs           []error
 }
 
 // New builds an engine: an empty cluster with the controllers running.
@@ -94,6 +97,9 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, clock: clocktesting.NewFakeClock(opts.Start)}
 	e.store = newStore(scheme, restMapper(scheme), e.clock, opts.Seed)
+	if e.store.defaults, err = loadCRDDefaults(); err != nil {
+		return nil, err
+	}
 	if err := operator.IndexFields(context.Background(), e.store); err != nil {
 		return nil, err
 	}
@@ -113,6 +119,7 @@ func New(opts Options) (*Engine, error) {
 	e.store.evictionAllowed = e.evictionAllowed
 	e.nextGC = opts.Start.Add(garbagecollection.Interval(0))
 	e.nextResync = opts.Start.Add(provisioning.ResyncInterval)
+	e.nextDisruption = opts.Start.Add(cdisruption.DefaultInterval)
 	return e, nil
 }
 
@@ -186,6 +193,9 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		if e.nextResync.Before(next) {
 			next = e.nextResync
 		}
+		if e.nextDisruption.Before(next) {
+			next = e.nextDisruption
+		}
 		if t, ok := e.timers.next(); ok && t.Before(next) {
 			next = t
 		}
@@ -212,6 +222,13 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 				e.errs = append(e.errs, err)
 			}
 			e.nextGC = next.Add(garbagecollection.Interval(e.gcRound))
+		}
+		if !next.Before(e.nextDisruption) {
+			wait, err := e.components.Disruption.Pass(ctx)
+			if err != nil {
+				e.errs = append(e.errs, fmt.Errorf("%s: disruption: %w", e.offset(), err))
+			}
+			e.nextDisruption = next.Add(wait)
 		}
 		if !next.Before(e.nextResync) {
 			if e.components.Cluster.AnyProvisionable() {

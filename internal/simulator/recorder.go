@@ -6,9 +6,12 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -111,6 +114,9 @@ func (r *recorder) claimChanged(nc *karpv1.NodeClaim, deleted bool) {
 			InstanceType: info.instanceType, Zone: info.zone, CapacityType: info.capacityType, Price: info.price,
 			Pods: len(r.engine.components.Cluster.NominatedTo(nc.Name))})
 		r.nodesPeak = max(r.nodesPeak, r.launchedCount())
+	}
+	if c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil && c.Status == metav1.ConditionTrue && info.reason == "" {
+		info.reason = strings.ToLower(c.Reason) // Karpenter's metric spelling: empty, drifted, underutilized
 	}
 	if deleted {
 		if info.launched {

@@ -210,3 +210,30 @@ func TestDrainHonoursPodDisruptionBudgets(t *testing.T) {
 		t.Errorf("without a budget the drain took %s; the test does not show the budget's effect", took)
 	}
 }
+
+// After a peak, emptied nodes go once consolidateAfter has passed: the
+// cluster costs less at the end than at the peak, and the report counts
+// the disruptions as empty.
+func TestScaleDownAfterAPeakSavesMoney(t *testing.T) {
+	rep := runScenario(t, "  steps:\n    - at: 5m\n      scale: {kind: Deployment, name: web, replicas: 40}\n"+
+		"    - at: 20m\n      scale: {kind: Deployment, name: web, replicas: 0}\n", time.Hour)
+	peak := 0.0
+	for _, s := range rep.Samples {
+		total := 0.0
+		for _, v := range s.CostPerHour {
+			total += v
+		}
+		peak = max(peak, total)
+	}
+	if rep.Summary.CostPerHourFinal != 0 || peak == 0 {
+		t.Errorf("$%.4f/h at the end after a $%.4f/h peak: want every emptied node gone", rep.Summary.CostPerHourFinal, peak)
+	}
+	if n := rep.Summary.Disruptions["empty"]; n == 0 || n != rep.Summary.NodeClaimsLaunched {
+		t.Errorf("disruptions %v after %d launches: want every node removed as empty", rep.Summary.Disruptions, rep.Summary.NodeClaimsLaunched)
+	}
+	for _, e := range entries(rep, EntryTerminated) {
+		if e.At < Duration(20*time.Minute) {
+			t.Errorf("%s terminated at %s, before it was empty", e.NodeClaim, time.Duration(e.At))
+		}
+	}
+}

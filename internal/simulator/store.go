@@ -48,6 +48,8 @@ type store struct {
 	changed func(obj client.Object, deleted bool)
 	// evictionAllowed decides evictions (PodDisruptionBudgets); nil: all.
 	evictionAllowed func(ctx context.Context, pod client.Object) error
+	// defaults are the CRDs' defaults, applied on create and update.
+	defaults crdDefaults
 }
 
 var _ client.Client = (*store)(nil)
@@ -201,6 +203,9 @@ func (s *store) Create(_ context.Context, obj client.Object, _ ...client.CreateO
 	if _, exists := objs[key]; exists {
 		return apierrors.NewAlreadyExists(s.resource(gvk), key.Name)
 	}
+	if err := s.defaults.apply(gvk, obj); err != nil {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, key, err))
+	}
 	s.uids++
 	s.version++
 	obj.SetUID(types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", s.uids)))
@@ -284,6 +289,11 @@ func (s *store) write(obj client.Object, subresource string) error {
 		return apierrors.NewConflict(s.resource(gvk), key.Name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	next := obj.DeepCopyObject().(client.Object)
+	if subresource == "" {
+		if err := s.defaults.apply(gvk, next); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("%s %s: %v", gvk.Kind, key, err))
+		}
+	}
 	if subresource == "status" {
 		next = stored.DeepCopyObject().(client.Object)
 		copyField(next, obj, "Status")

@@ -196,3 +196,30 @@ func TestStoreSemantics(t *testing.T) {
 		}
 	})
 }
+
+// Objects of Nodewright's CRDs get the CRDs' defaults, as from
+// kube-apiserver: manifests written for Karpenter rely on them.
+func TestStoreAppliesCRDDefaults(t *testing.T) {
+	s, _, _ := newTestStore(t)
+	var err error
+	if s.defaults, err = loadCRDDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "bare"}}
+	np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"}
+	if err := s.Create(context.Background(), np); err != nil {
+		t.Fatal(err)
+	}
+	got := &karpv1.NodePool{}
+	if err := s.Get(context.Background(), client.ObjectKey{Name: "bare"}, got); err != nil {
+		t.Fatal(err)
+	}
+	d := got.Spec.Disruption
+	if d.ConsolidationPolicy != karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized || d.ConsolidateAfter.Duration == nil || *d.ConsolidateAfter.Duration != 0 ||
+		len(d.Budgets) != 1 || d.Budgets[0].Nodes != "10%" {
+		t.Errorf("disruption %+v (consolidateAfter %v): want Karpenter's defaults", d, d.ConsolidateAfter.Duration)
+	}
+	if ea := got.Spec.Template.Spec.ExpireAfter.Duration; ea == nil || *ea != 720*time.Hour {
+		t.Errorf("expireAfter %v, want 720h", ea)
+	}
+}

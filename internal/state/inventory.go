@@ -16,6 +16,8 @@ type Inventory struct {
 	// Pending are NodeClaims whose node has not registered.
 	Pending []*karpv1.NodeClaim
 	Pods    []*corev1.Pod
+	// NodePools by name.
+	NodePools map[string]*karpv1.NodePool
 	// Namespaces (labels) and storage, as in a Snapshot.
 	Namespaces             map[string]map[string]string
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
@@ -51,6 +53,19 @@ func (c *Cluster) placement() (map[string]map[string]string, []*corev1.Persisten
 		classes = append(classes, c.storageClasses[k])
 	}
 	return namespaces, pvcs, pvs, classes
+}
+
+// ClaimOfNode names the NodeClaim a node registered for, or "".
+func (c *Cluster) ClaimOfNode(node string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.nodes[node]
+	for name, nc := range c.nodeClaims {
+		if nc.Status.NodeName == node || n != nil && n.Spec.ProviderID != "" && nc.Status.ProviderID == n.Spec.ProviderID {
+			return name
+		}
+	}
+	return ""
 }
 
 // Inventory returns the current holdings, nodes and pods sorted by name.
@@ -89,5 +104,9 @@ func (c *Cluster) Inventory() Inventory {
 		}
 	}
 	inv.Namespaces, inv.PersistentVolumeClaims, inv.PersistentVolumes, inv.StorageClasses = c.placement()
+	inv.NodePools = make(map[string]*karpv1.NodePool, len(c.nodePools))
+	for name, np := range c.nodePools {
+		inv.NodePools[name] = np
+	}
 	return inv
 }

@@ -1,0 +1,194 @@
+package disruption
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+var epoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+type env struct {
+	kube    client.Client
+	clock   *clocktesting.FakeClock
+	cluster *state.Cluster
+}
+
+// newEnv: a NodePool consolidating empty nodes after 1m, and one
+// initialized NodeClaim with its node, plus objs.
+func newEnv(t *testing.T, objs ...client.Object) env {
+	t.Helper()
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("1m")
+	np.Spec.Disruption.Budgets = []karpv1.Budget{{Nodes: "100%"}}
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{karpv1.LabelNodePool: "default"},
+		CreationTimestamp: metav1.NewTime(epoch), Finalizers: []string{karpv1.TerminationFinalizer}}}
+	nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
+	nc.Status = karpv1.NodeClaimStatus{ProviderID: "kwok://web-1", NodeName: "web-1",
+		Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(epoch)}}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{karpv1.LabelNodePool: "default"}}, Spec: corev1.NodeSpec{ProviderID: "kwok://web-1"}}
+	all := append([]client.Object{np, nc, node}, objs...)
+	kube := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&karpv1.NodeClaim{}, &corev1.Pod{}).WithObjects(all...).
+		WithIndex(&corev1.Pod{}, termination.PodNodeNameIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	clk := clocktesting.NewFakeClock(epoch)
+	cluster := state.NewCluster(clk)
+	cluster.UpdateNodePool(np)
+	cluster.UpdateNodeClaim(nc)
+	cluster.UpdateNode(node)
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			cluster.UpdatePod(p)
+		}
+	}
+	return env{kube: kube, clock: clk, cluster: cluster}
+}
+
+func (e env) claim(t *testing.T) *karpv1.NodeClaim {
+	t.Helper()
+	nc := &karpv1.NodeClaim{}
+	if err := e.kube.Get(context.Background(), client.ObjectKey{Name: "web-1"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func boundPod(name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.PodSpec{NodeName: "web-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+}
+
+func TestClaimsRecordPodEventsAndConsolidatable(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, boundPod("a"))
+	c := NewClaims(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
+	e.clock.Step(30 * time.Second)
+	res, err := c.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := e.claim(t)
+	if !nc.Status.LastPodEventTime.Time.Equal(epoch.Add(30 * time.Second)) {
+		t.Errorf("lastPodEventTime %v, want the first look at a pod on the node", nc.Status.LastPodEventTime)
+	}
+	if cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeConsolidatable); cond == nil || cond.Status != metav1.ConditionFalse || res.RequeueAfter != time.Minute {
+		t.Errorf("Consolidatable %+v, requeue %s: want False until a minute after the pod event", cond, res.RequeueAfter)
+	}
+	// The pod leaves: a new pod event, and the minute starts again.
+	if err := e.kube.Delete(ctx, boundPod("a")); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(50 * time.Second)
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.claim(t).Status.LastPodEventTime.Time; !got.Equal(epoch.Add(80 * time.Second)) {
+		t.Errorf("lastPodEventTime %v after the pod left, want %v", got, epoch.Add(80*time.Second))
+	}
+	e.clock.Step(time.Minute)
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if !meta.IsStatusConditionTrue(e.claim(t).Status.Conditions, karpv1.ConditionTypeConsolidatable) {
+		t.Error("not Consolidatable a minute after the last pod event")
+	}
+}
+
+func TestClaimsExpire(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	c := NewClaims(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
+	e.clock.Step(719 * time.Hour)
+	res, err := c.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.claim(t).DeletionTimestamp != nil || res.RequeueAfter > time.Hour {
+		t.Fatalf("deleted early, or requeue %s past expiry", res.RequeueAfter)
+	}
+	e.clock.Step(time.Hour)
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if e.claim(t).DeletionTimestamp == nil {
+		t.Error("not deleted at expireAfter")
+	}
+}
+
+// A decision waits for validation; a node that got a pod meanwhile stays.
+func TestLoopValidatesBeforeActing(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		podArrives  bool
+		wantDeleted bool
+	}{{"still empty: disrupted", false, true}, {"a pod arrived: kept", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			nc := e.claim(t)
+			nc.Status.LastPodEventTime = metav1.NewTime(epoch)
+			if err := e.kube.Status().Update(ctx, nc); err != nil {
+				t.Fatal(err)
+			}
+			e.cluster.UpdateNodeClaim(nc)
+			l := NewLoop(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil, logr.Discard(), Options{})
+			e.clock.Step(2 * time.Minute)
+			wait, err := l.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wait != DefaultValidation || e.claim(t).DeletionTimestamp != nil {
+				t.Fatalf("first pass: wait %s, deleted %v: want a decision held for validation", wait, e.claim(t).DeletionTimestamp != nil)
+			}
+			if tc.podArrives {
+				e.cluster.UpdatePod(boundPod("late"))
+			}
+			e.clock.Step(wait)
+			if _, err := l.Pass(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := e.claim(t)
+			if deleted := got.DeletionTimestamp != nil; deleted != tc.wantDeleted {
+				t.Fatalf("deleted %v, want %v", deleted, tc.wantDeleted)
+			}
+			if !tc.wantDeleted {
+				return
+			}
+			if c := meta.FindStatusCondition(got.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c == nil || c.Reason != string(karpv1.DisruptionReasonEmpty) {
+				t.Errorf("DisruptionReason %+v, want Empty", c)
+			}
+			node := &corev1.Node{}
+			_ = e.kube.Get(ctx, client.ObjectKey{Name: "web-1"}, node)
+			tainted := false
+			for _, taint := range node.Spec.Taints {
+				tainted = tainted || taint.MatchTaint(&karpv1.DisruptedNoScheduleTaint)
+			}
+			if !tainted {
+				t.Errorf("node taints %v: want karpenter.sh/disrupted:NoSchedule", node.Spec.Taints)
+			}
+		})
+	}
+}

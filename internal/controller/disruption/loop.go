@@ -1,0 +1,210 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Options shape the loop.
+type Options struct {
+	// Interval between passes (Karpenter's 10 s).
+	Interval time.Duration
+	// Validation is how long a decision waits before it is checked again
+	// and carried out (Karpenter's 15 s).
+	Validation time.Duration
+}
+
+// Defaults for Options left zero.
+const (
+	DefaultInterval   = 10 * time.Second
+	DefaultValidation = 15 * time.Second
+)
+
+// Loop makes disruption decisions and carries them out.
+type Loop struct {
+	kube     client.Client
+	cluster  *state.Cluster
+	clock    clock.Clock
+	recorder record.EventRecorder
+	metrics  *metrics.Metrics
+	log      logr.Logger
+	opts     Options
+	// pending is a decision waiting for its validation.
+	pending *pending
+}
+
+type pending struct {
+	reason karpv1.DisruptionReason
+	claims []string
+	at     time.Time
+}
+
+// NewLoop wires the loop.
+func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics, log logr.Logger, opts Options) *Loop {
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Validation <= 0 {
+		opts.Validation = DefaultValidation
+	}
+	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, opts: opts}
+}
+
+// Runnable runs passes until ctx ends (on the leader only).
+func (l *Loop) Runnable() manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			wait, err := l.Pass(ctx)
+			if err != nil {
+				l.log.Error(err, "disruption")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-l.clock.After(wait):
+			}
+		}
+	})
+}
+
+// Pass runs one round: a pending decision whose validation time has come
+// is checked again and carried out for the candidates that still qualify;
+// otherwise a new decision is made and held for validation. It returns how
+// long until the next pass is due.
+func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
+	now := l.clock.Now()
+	if l.pending != nil && now.Before(l.pending.at) {
+		return l.pending.at.Sub(now), nil
+	}
+	decision, err := disruption.Emptiness(l.candidates(), now)
+	if err != nil {
+		return l.opts.Interval, err
+	}
+	if p := l.pending; p != nil {
+		l.pending = nil
+		var still []disruption.Candidate
+		for _, c := range decision.Command.Candidates {
+			if slices.Contains(p.claims, c.Name()) {
+				still = append(still, c)
+			}
+		}
+		return l.opts.Interval, l.execute(ctx, p.reason, still)
+	}
+	if len(decision.Command.Candidates) == 0 {
+		return l.opts.Interval, nil
+	}
+	p := &pending{reason: decision.Command.Reason, at: now.Add(l.opts.Validation)}
+	for _, c := range decision.Command.Candidates {
+		p.claims = append(p.claims, c.Name())
+	}
+	l.pending = p
+	l.log.Info("disruption decided, validating", "reason", p.reason, "nodeclaims", p.claims, "validateAt", p.at)
+	return l.opts.Validation, nil
+}
+
+// candidates are every NodeClaim of a NodePool, with its node and pods.
+func (l *Loop) candidates() []disruption.Candidate {
+	inv := l.cluster.Inventory()
+	nominatedNode := map[string]bool{}
+	for _, p := range inv.Pods {
+		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
+			nominatedNode[p.Status.NominatedNodeName] = true
+		}
+	}
+	var out []disruption.Candidate
+	add := func(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod) {
+		np := inv.NodePools[nc.Labels[karpv1.LabelNodePool]]
+		if np == nil {
+			return
+		}
+		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: len(l.cluster.NominatedTo(nc.Name)) > 0}
+		if node != nil {
+			c.Nominated = c.Nominated || nominatedNode[node.Name] || len(l.cluster.NominatedTo(node.Name)) > 0
+		}
+		out = append(out, c)
+	}
+	for _, v := range inv.Nodes {
+		if v.Claim != nil {
+			add(v.Claim, v.Node, v.Pods)
+		}
+	}
+	for _, nc := range inv.Pending {
+		add(nc, nil, nil)
+	}
+	return out
+}
+
+// execute taints the candidates' nodes, marks their NodeClaims with the
+// reason and deletes them; termination drains them.
+func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
+	var errs []error
+	for _, c := range cands {
+		if err := l.disrupt(ctx, reason, c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, c disruption.Candidate) error {
+	if c.Node != nil {
+		node := &corev1.Node{}
+		if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.Node), node); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) {
+			patch := client.MergeFrom(node.DeepCopy())
+			node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+			if err := l.kube.Patch(ctx, node, patch); err != nil {
+				return fmt.Errorf("tainting node %s disrupted: %w", node.Name, err)
+			}
+		}
+		l.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting node: %s", reason)
+	}
+	nc := &karpv1.NodeClaim{}
+	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.NodeClaim), nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+		Reason: string(reason), Message: fmt.Sprintf("disrupted: %s", reason), ObservedGeneration: nc.Generation})
+	if err := l.kube.Status().Update(ctx, nc); err != nil {
+		return fmt.Errorf("marking nodeclaim %s disrupted: %w", nc.Name, err)
+	}
+	l.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting nodeclaim: %s", reason)
+	if err := l.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+	}
+	l.metrics.NodeClaimDisrupted(nc, metricReason(reason))
+	l.log.Info("disrupting nodeclaim", "reason", reason, "NodeClaim", nc.Name)
+	return nil
+}
+
+// metricReason is Karpenter's label for a disruption reason.
+func metricReason(r karpv1.DisruptionReason) string {
+	switch r {
+	case karpv1.DisruptionReasonEmpty:
+		return MetricReasonEmpty
+	case karpv1.DisruptionReasonDrifted:
+		return "drifted"
+	case karpv1.DisruptionReasonUnderutilized:
+		return "underutilized"
+	}
+	return string(r)
+}

@@ -1,0 +1,170 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/controller/watch"
+	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Event reasons, as Karpenter's.
+const (
+	ReasonDisruptionTerminating = "DisruptionTerminating"
+	ReasonExpired               = "Expired"
+)
+
+// Metric reasons for karpenter_nodeclaims_disrupted_total.
+const (
+	MetricReasonEmpty   = "empty"
+	MetricReasonExpired = "expired"
+)
+
+// Claims is the per-NodeClaim reconciler: pod events, Consolidatable,
+// expiration.
+type Claims struct {
+	kube     client.Client
+	cluster  *state.Cluster
+	clock    clock.Clock
+	recorder record.EventRecorder
+	metrics  *metrics.Metrics
+
+	mu   sync.Mutex
+	pods map[string]string // NodeClaim -> the pods on its node when last seen
+}
+
+// NewClaims wires the reconciler.
+func NewClaims(kube client.Client, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics) *Claims {
+	return &Claims{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, pods: map[string]string{}}
+}
+
+// Controllers declares the reconciler: woken by NodeClaims, by the pods on
+// their nodes, and by their NodePools.
+func (c *Claims) Controllers() []watch.Controller {
+	return []watch.Controller{{Name: "nodeclaim.disruption", Reconciler: c, Sources: []watch.Source{
+		watch.For(&karpv1.NodeClaim{}, nil),
+		watch.Mapped(&corev1.Pod{}, func(_ context.Context, o client.Object) []reconcile.Request {
+			if node := o.(*corev1.Pod).Spec.NodeName; node != "" {
+				if claim := c.cluster.ClaimOfNode(node); claim != "" {
+					return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: claim}}}
+				}
+			}
+			return nil
+		}),
+		watch.Mapped(&karpv1.NodePool{}, func(ctx context.Context, o client.Object) []reconcile.Request {
+			claims := &karpv1.NodeClaimList{}
+			if err := c.kube.List(ctx, claims, client.MatchingLabels{karpv1.LabelNodePool: o.GetName()}); err != nil {
+				return nil
+			}
+			out := make([]reconcile.Request, len(claims.Items))
+			for i := range claims.Items {
+				out[i] = reconcile.Request{NamespacedName: client.ObjectKey{Name: claims.Items[i].Name}}
+			}
+			return out
+		}),
+	}}}
+}
+
+// Reconcile records pod events, expires the NodeClaim when its time has
+// come, and keeps its Consolidatable condition.
+func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		c.forget(req.Name)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil {
+		c.forget(nc.Name)
+		return reconcile.Result{}, nil
+	}
+	now := c.clock.Now()
+	if expired, _ := disruption.Expired(nc, now); expired {
+		c.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonExpired, "Expiring nodeclaim: older than expireAfter (%s)", *nc.Spec.ExpireAfter.Duration)
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("expiring nodeclaim %s: %w", nc.Name, err)
+		}
+		c.metrics.NodeClaimDisrupted(nc, MetricReasonExpired)
+		return reconcile.Result{}, nil
+	}
+	before := nc.DeepCopy()
+	changed, err := c.podEvent(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if changed {
+		nc.Status.LastPodEventTime = metav1.NewTime(now)
+	}
+	np := &karpv1.NodePool{}
+	var wait time.Duration
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Labels[karpv1.LabelNodePool]}, np); err == nil {
+		ok, message, left := disruption.Consolidatable(nc, np, now)
+		setCondition(nc, karpv1.ConditionTypeConsolidatable, ok, "NotConsolidatable", message)
+		wait = left
+	}
+	if !equality.Semantic.DeepEqual(before.Status, nc.Status) {
+		if err := c.kube.Status().Update(ctx, nc); err != nil {
+			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
+		}
+	}
+	if _, left := disruption.Expired(nc, now); left > 0 && (wait == 0 || left < wait) {
+		wait = left
+	}
+	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// podEvent reports whether the set of pods on the NodeClaim's node changed
+// since the last look (a pod bound, or gone).
+func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
+	if nc.Status.NodeName == "" {
+		return false, nil
+	}
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: nc.Status.NodeName}); err != nil {
+		return false, fmt.Errorf("listing the pods of node %s: %w", nc.Status.NodeName, err)
+	}
+	var keys []string
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			keys = append(keys, p.Namespace+"/"+p.Name)
+		}
+	}
+	slices.Sort(keys)
+	now := strings.Join(keys, ",")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was, seen := c.pods[nc.Name]
+	c.pods[nc.Name] = now
+	return seen && was != now || !seen && len(keys) > 0 && nc.Status.LastPodEventTime.IsZero(), nil
+}
+
+func (c *Claims) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pods, name)
+}
+
+// setCondition sets a condition True, or False with a reason and message.
+func setCondition(nc *karpv1.NodeClaim, t string, ok bool, reason, message string) {
+	cond := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation}
+	if !ok {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, cond)
+}
