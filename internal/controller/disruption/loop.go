@@ -19,6 +19,7 @@ import (
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -93,7 +94,7 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	if l.pending != nil && now.Before(l.pending.at) {
 		return l.pending.at.Sub(now), nil
 	}
-	decision, err := disruption.Emptiness(l.candidates(), now)
+	decision, err := l.decide(now)
 	if err != nil {
 		return l.opts.Interval, err
 	}
@@ -117,6 +118,20 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	l.pending = p
 	l.log.Info("disruption decided, validating", "reason", p.reason, "nodeclaims", p.claims, "validateAt", p.at)
 	return l.opts.Validation, nil
+}
+
+// decide runs the methods in Karpenter's order and returns the first that
+// has something to do: emptiness, then consolidation by deletion.
+func (l *Loop) decide(now time.Time) (disruption.Decision, error) {
+	cands := l.candidates()
+	d, err := disruption.Emptiness(cands, now)
+	if err != nil || len(d.Command.Candidates) > 0 {
+		return d, err
+	}
+	snap := l.cluster.Snapshot()
+	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,
+		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses}
+	return disruption.Underutilized(cands, snap.Nodes, base, now)
 }
 
 // candidates are every NodeClaim of a NodePool, with its node and pods.

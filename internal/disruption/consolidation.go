@@ -1,0 +1,120 @@
+package disruption
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
+)
+
+// Underutilized is consolidation by deletion: it takes, fewest pods first,
+// the consolidatable nodes of pools with policy WhenEmptyOrUnderutilized
+// whose pods, together with those of the nodes taken before, fit on the
+// nodes that stay (as the solver places them: resources, affinity, spread,
+// taints, volumes), within each pool's budget for Underutilized. cluster is
+// every node and in-flight NodeClaim with its pods (state's snapshot; only
+// initialized nodes receive pods); base carries namespaces and storage for
+// the solver.
+//
+// Replacing a node with a cheaper one is not decided here yet: a node
+// whose pods need a new node stays, and says so.
+func Underutilized(cands []Candidate, cluster []sched.Node, base sched.Input, now time.Time) (Decision, error) {
+	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonUnderutilized}, Stays: map[string]string{}}
+	members, disrupting := map[string]int{}, map[string]int{}
+	var eligible []Candidate
+	for _, c := range cands {
+		pool := c.NodePool.Name
+		members[pool]++
+		if Disrupting(c) {
+			disrupting[pool]++
+			continue
+		}
+		if why := Blocked(c); why != "" {
+			d.Stays[c.Name()] = why
+			continue
+		}
+		switch c.NodePool.Spec.Disruption.ConsolidationPolicy {
+		case karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized, karpv1.ConsolidationPolicyBalanced:
+		default:
+			if !Empty(c) {
+				d.Stays[c.Name()] = fmt.Sprintf("consolidationPolicy %s and the node is not empty", c.NodePool.Spec.Disruption.ConsolidationPolicy)
+			}
+			continue
+		}
+		if ok, why, _ := Consolidatable(c.NodeClaim, c.NodePool, now); !ok {
+			d.Stays[c.Name()] = why
+			continue
+		}
+		eligible = append(eligible, c)
+	}
+	slices.SortStableFunc(eligible, func(a, b Candidate) int {
+		return cmp.Or(cmp.Compare(len(reschedulable(a.Pods)), len(reschedulable(b.Pods))),
+			a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
+	})
+	left := map[string]int{}
+	explain := map[string]string{}
+	for pool := range members {
+		for _, c := range eligible {
+			if c.NodePool.Name == pool {
+				n, why, err := Allowed(c.NodePool, karpv1.DisruptionReasonUnderutilized, members[pool], disrupting[pool], now)
+				if err != nil {
+					return Decision{}, err
+				}
+				left[pool], explain[pool] = n, why
+				break
+			}
+		}
+	}
+	removed := map[string]bool{}
+	var moving []*corev1.Pod
+	for _, c := range eligible {
+		pool := c.NodePool.Name
+		if left[pool] <= 0 {
+			d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain[pool], disrupting[pool])
+			continue
+		}
+		trial := append(slices.Clip(moving), reschedulable(c.Pods)...)
+		in := base
+		in.Pods, in.NodePools, in.Nodes = trial, nil, nil
+		for _, n := range cluster {
+			// Only nodes that take pods now: moving pods onto capacity still
+			// starting would leave them pending, and provisioning would buy
+			// for them again.
+			if n.MarkedForDeletion || n.InFlight || !n.Initialized || removed[n.Name] || n.Name == c.NodeClaim.Name || c.Node != nil && n.Name == c.Node.Name {
+				continue
+			}
+			in.Nodes = append(in.Nodes, n)
+		}
+		plan := sched.Solve(in)
+		if len(plan.Unschedulable) > 0 {
+			u := plan.Unschedulable[0]
+			d.Stays[c.Name()] = fmt.Sprintf("pod %s/%s would have no place on the other nodes: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+			continue
+		}
+		removed[c.Name()] = true
+		if c.Node != nil {
+			removed[c.Node.Name] = true
+		}
+		moving = trial
+		left[pool]--
+		d.Command.Candidates = append(d.Command.Candidates, c)
+	}
+	return d, nil
+}
+
+// reschedulable are the pods that would need a place elsewhere: not
+// DaemonSet or mirror pods.
+func reschedulable(pods []*corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if !ownedByNodeOrDaemonSet(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
