@@ -12,18 +12,18 @@ import (
 	"github.com/nodewright/nodewright/internal/sched"
 )
 
-// Underutilized is consolidation by deletion: it takes, fewest pods first,
-// the consolidatable nodes of pools with policy WhenEmptyOrUnderutilized
-// whose pods, together with those of the nodes taken before, fit on the
-// nodes that stay (as the solver places them: resources, affinity, spread,
-// taints, volumes), within each pool's budget for Underutilized. cluster is
-// every node and in-flight NodeClaim with its pods (state's snapshot; only
-// initialized nodes receive pods); base carries namespaces and storage for
-// the solver.
-//
-// Replacing a node with a cheaper one is not decided here yet: a node
-// whose pods need a new node stays, and says so.
-func Underutilized(cands []Candidate, cluster []sched.Node, base sched.Input, now time.Time) (Decision, error) {
+// Underutilized is consolidation. First by deletion: it takes, fewest pods
+// first, the consolidatable nodes of pools with policy
+// WhenEmptyOrUnderutilized whose pods, together with those of the nodes
+// taken before, fit on the nodes that stay (as the solver places them:
+// resources, affinity, spread, taints, volumes), within each pool's budget
+// for Underutilized. When no node can simply go, it replaces one node with
+// one cheaper NodeClaim (see replacement), the first in the same order that
+// allows it. cluster is every node and in-flight NodeClaim with its pods
+// (state's snapshot; only initialized nodes receive pods); pools are the
+// NodePools with their instance types; base carries namespaces, storage
+// and DaemonSet pods for the solver.
+func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, now time.Time) (Decision, error) {
 	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonUnderutilized}, Stays: map[string]string{}}
 	members, disrupting := map[string]int{}, map[string]int{}
 	var eligible []Candidate
@@ -48,6 +48,10 @@ func Underutilized(cands []Candidate, cluster []sched.Node, base sched.Input, no
 		}
 		if ok, why, _ := Consolidatable(c.NodeClaim, c.NodePool, now); !ok {
 			d.Stays[c.Name()] = why
+			continue
+		}
+		if age := now.Sub(c.NodeClaim.CreationTimestamp.Time); age < policy.MinAge {
+			d.Stays[c.Name()] = fmt.Sprintf("it is %s old, younger than the minimum age for consolidation (%s)", age.Round(time.Second), policy.MinAge)
 			continue
 		}
 		eligible = append(eligible, c)
@@ -80,16 +84,7 @@ func Underutilized(cands []Candidate, cluster []sched.Node, base sched.Input, no
 		}
 		trial := append(slices.Clip(moving), reschedulable(c.Pods)...)
 		in := base
-		in.Pods, in.NodePools, in.Nodes = trial, nil, nil
-		for _, n := range cluster {
-			// Only nodes that take pods now: moving pods onto capacity still
-			// starting would leave them pending, and provisioning would buy
-			// for them again.
-			if n.MarkedForDeletion || n.InFlight || !n.Initialized || removed[n.Name] || n.Name == c.NodeClaim.Name || c.Node != nil && n.Name == c.Node.Name {
-				continue
-			}
-			in.Nodes = append(in.Nodes, n)
-		}
+		in.Pods, in.NodePools, in.Nodes = trial, nil, others(cluster, removed, c)
 		plan := sched.Solve(in)
 		if len(plan.Unschedulable) > 0 {
 			u := plan.Unschedulable[0]
@@ -104,7 +99,37 @@ func Underutilized(cands []Candidate, cluster []sched.Node, base sched.Input, no
 		left[pool]--
 		d.Command.Candidates = append(d.Command.Candidates, c)
 	}
+	if len(d.Command.Candidates) > 0 {
+		return d, nil
+	}
+	for _, c := range eligible {
+		if left[c.NodePool.Name] <= 0 {
+			continue
+		}
+		planned, why := replacement(c, others(cluster, removed, c), pools, base, policy)
+		if why != "" {
+			d.Stays[c.Name()] = "it cannot simply go, and no replacement: " + why
+			continue
+		}
+		delete(d.Stays, c.Name())
+		d.Command.Candidates, d.Command.Replacements = []Candidate{c}, []sched.NodeClaim{planned}
+		break
+	}
 	return d, nil
+}
+
+// others are the nodes that would take c's pods: initialized, staying, not
+// c. Capacity still starting is left out: pods moved onto it would wait,
+// and provisioning would buy for them again.
+func others(cluster []sched.Node, removed map[string]bool, c Candidate) []sched.Node {
+	var out []sched.Node
+	for _, n := range cluster {
+		if n.MarkedForDeletion || n.InFlight || !n.Initialized || removed[n.Name] || n.Name == c.NodeClaim.Name || c.Node != nil && n.Name == c.Node.Name {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // reschedulable are the pods that would need a place elsewhere: not

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 func cpuPod(name, cpu string) *corev1.Pod {
@@ -38,7 +40,7 @@ func TestUnderutilized(t *testing.T) {
 	full := candidate("c-full", np, time.Hour, cpuPod("c1", "2"), cpuPod("c2", "1500m"))
 	cands := []Candidate{full, half, light}
 	cluster := []sched.Node{schedNode(light), schedNode(half), schedNode(full)}
-	d, err := Underutilized(cands, cluster, sched.Input{}, epoch)
+	d, err := Underutilized(cands, cluster, nil, sched.Input{}, DefaultPolicy, epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestUnderutilizedRespectsPolicyBudgetAndStartingNodes(t *testing.T) {
 		np := underutilizedPool("100%")
 		np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmpty
 		a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
-		d, _ := Underutilized([]Candidate{a, b}, []sched.Node{schedNode(a), schedNode(b)}, sched.Input{}, epoch)
+		d, _ := Underutilized([]Candidate{a, b}, []sched.Node{schedNode(a), schedNode(b)}, nil, sched.Input{}, DefaultPolicy, epoch)
 		if len(d.Command.Candidates) != 0 || !strings.Contains(d.Stays["a"], "WhenEmpty") {
 			t.Errorf("takes %q, stays %v", names(d.Command.Candidates), d.Stays)
 		}
@@ -67,7 +69,7 @@ func TestUnderutilizedRespectsPolicyBudgetAndStartingNodes(t *testing.T) {
 	t.Run("budget of zero", func(t *testing.T) {
 		np := underutilizedPool("0")
 		a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
-		d, _ := Underutilized([]Candidate{a, b}, []sched.Node{schedNode(a), schedNode(b)}, sched.Input{}, epoch)
+		d, _ := Underutilized([]Candidate{a, b}, []sched.Node{schedNode(a), schedNode(b)}, nil, sched.Input{}, DefaultPolicy, epoch)
 		if len(d.Command.Candidates) != 0 || !strings.Contains(d.Stays["a"], "budget") {
 			t.Errorf("takes %q, stays %v", names(d.Command.Candidates), d.Stays)
 		}
@@ -77,9 +79,80 @@ func TestUnderutilizedRespectsPolicyBudgetAndStartingNodes(t *testing.T) {
 		a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
 		starting := schedNode(b)
 		starting.Initialized = false
-		d, _ := Underutilized([]Candidate{a}, []sched.Node{schedNode(a), starting}, sched.Input{}, epoch)
+		d, _ := Underutilized([]Candidate{a}, []sched.Node{schedNode(a), starting}, nil, sched.Input{}, DefaultPolicy, epoch)
 		if len(d.Command.Candidates) != 0 {
 			t.Errorf("takes %q: a's pod would wait for b to start", names(d.Command.Candidates))
+		}
+	})
+}
+
+func replaceCatalog(t *testing.T) []*catalog.InstanceType {
+	t.Helper()
+	types, err := catalog.Parse("test", []byte(`[
+	  {"name": "big", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.40}, {"capacityType": "spot", "zone": "zone-a", "price": 0.12}]},
+	  {"name": "small", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.10}]},
+	  {"name": "tiny", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "1", "memory": "4Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.05}]}
+	]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*catalog.InstanceType, len(types))
+	for i := range types {
+		out[i] = &types[i]
+	}
+	return out
+}
+
+// A node whose pods need a node of their own is replaced by one cheaper
+// NodeClaim: another instance type, at least 10 % cheaper; a spot node is
+// not replaced.
+func TestUnderutilizedReplacesWithACheaperNode(t *testing.T) {
+	types := replaceCatalog(t)
+	np := underutilizedPool("100%")
+	on := func(name, instanceType, capacityType string) Candidate {
+		c := candidate(name, np, time.Hour, cpuPod(name+"-1", "1"), cpuPod(name+"-2", "500m"))
+		c.NodeClaim.Labels = map[string]string{karpv1.LabelNodePool: np.Name, corev1.LabelInstanceTypeStable: instanceType,
+			corev1.LabelTopologyZone: "zone-a", karpv1.LabelCapacityType: capacityType}
+		return c
+	}
+	pools := []sched.NodePool{{NodePool: np, InstanceTypes: types}}
+	cases := []struct {
+		name, instanceType, capacityType, want, stays string
+	}{
+		{"on-demand big: a small one does", "big", "on-demand", "small", ""},
+		{"on-demand small: nothing 10% cheaper fits", "small", "on-demand", "", "no instance type at least 10% cheaper"},
+		{"spot: never replaced", "big", "spot", "", "spot-to-spot consolidation is disabled"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := on("n", tc.instanceType, tc.capacityType)
+			d, err := Underutilized([]Candidate{c}, []sched.Node{schedNode(c)}, pools, sched.Input{}, DefaultPolicy, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if len(d.Command.Replacements) != 0 || !strings.Contains(d.Stays["n"], tc.stays) {
+					t.Errorf("replacements %+v, stays %q: want none, because %q", d.Command.Replacements, d.Stays["n"], tc.stays)
+				}
+				return
+			}
+			if len(d.Command.Replacements) != 1 || names(d.Command.Candidates) != "n" {
+				t.Fatalf("command %+v, stays %v: want n replaced", d.Command, d.Stays)
+			}
+			r := d.Command.Replacements[0]
+			if r.InstanceType != tc.want || slices.Contains(r.InstanceTypeOptions, tc.instanceType) {
+				t.Errorf("replacement %s (options %v): want %s, never the candidate's own type", r.InstanceType, r.InstanceTypeOptions, tc.want)
+			}
+		})
+	}
+	t.Run("minimum age", func(t *testing.T) {
+		c := on("n", "big", "on-demand")
+		d, _ := Underutilized([]Candidate{c}, []sched.Node{schedNode(c)}, pools, sched.Input{}, Policy{MinSavings: 0.1, MinAge: 48 * time.Hour}, epoch)
+		if len(d.Command.Candidates) != 0 || !strings.Contains(d.Stays["n"], "younger than the minimum age") {
+			t.Errorf("command %+v, stays %v", d.Command, d.Stays)
 		}
 	})
 }

@@ -7,12 +7,15 @@ import (
 	"time"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
 )
 
-// Command is a decision to disrupt candidates for a reason.
+// Command is a decision to disrupt candidates for a reason, launching
+// replacements first when there are any.
 type Command struct {
-	Reason     karpv1.DisruptionReason
-	Candidates []Candidate
+	Reason       karpv1.DisruptionReason
+	Candidates   []Candidate
+	Replacements []sched.NodeClaim
 }
 
 // Decision is a method's command and why every candidate it did not take

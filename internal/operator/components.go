@@ -87,7 +87,10 @@ func Build(conf Config, deps Dependencies) *Components {
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
 	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
 	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, cluster, clk, deps.Recorder, m).Controllers()...)
-	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), disruption.Options{})
+	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
+		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
+	})
+	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{})
 	if conf.KWOKKubelet {
 		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat}).Controllers()...)
 	}
@@ -97,8 +100,5 @@ func Build(conf Config, deps Dependencies) *Components {
 	}
 	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
-	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
-		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
-	})
 	return c
 }

@@ -237,3 +237,39 @@ func TestScaleDownAfterAPeakSavesMoney(t *testing.T) {
 		}
 	}
 }
+
+// An on-demand node left underused is replaced by a cheaper one: the
+// replacement launches and turns Ready before the old node is drained.
+func TestUnderusedOnDemandNodeIsReplacedByACheaperOne(t *testing.T) {
+	fsys := scenarioFS(header + "  steps:\n    - at: 5m\n      scale: {kind: Deployment, name: web, replicas: 2}\n")
+	fsys["s/pool.yaml"].Data = []byte(strings.Replace(poolYAML, "values: [spot]", "values: [on-demand]", 1))
+	fsys["s/pool.yaml"].Data = []byte(strings.Replace(string(fsys["s/pool.yaml"].Data), "replicas: 4", "replicas: 14", 1))
+	in, err := LoadFS(fsys, "s/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := mustSimulate(t, in, Options{Duration: 20 * time.Minute, Seed: 3, BootDelay: 20 * time.Second})
+	launched, terminated := entries(rep, EntryLaunched), entries(rep, EntryTerminated)
+	if len(launched) < 2 || len(terminated) == 0 {
+		t.Fatalf("launched %d, terminated %d: want a replacement launched and the old node gone", len(launched), len(terminated))
+	}
+	first, replacement := launched[0], launched[len(launched)-1]
+	if replacement.Price >= first.Price*0.9 || replacement.InstanceType == first.InstanceType {
+		t.Errorf("replacement %s at $%.4f/h for %s at $%.4f/h: want another, at least 10%% cheaper type", replacement.InstanceType, replacement.Price, first.InstanceType, first.Price)
+	}
+	var ready, gone Duration
+	for _, e := range rep.Timeline {
+		if e.Kind == EntryReady && e.Node == replacement.NodeClaim {
+			ready = e.At
+		}
+		if e.Kind == EntryTerminated && e.NodeClaim == first.NodeClaim {
+			gone = e.At
+		}
+	}
+	if ready == 0 || gone < ready {
+		t.Errorf("replacement ready at %s, old node gone at %s: want create before delete", time.Duration(ready), time.Duration(gone))
+	}
+	if rep.Summary.PodsPendingAtEnd != 0 || rep.Summary.Disruptions["underutilized"] != 1 {
+		t.Errorf("summary %+v", rep.Summary)
+	}
+}

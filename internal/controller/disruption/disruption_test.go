@@ -154,7 +154,7 @@ func TestLoopValidatesBeforeActing(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.cluster.UpdateNodeClaim(nc)
-			l := NewLoop(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil, logr.Discard(), Options{})
+			l := NewLoop(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil, logr.Discard(), nil, Options{})
 			e.clock.Step(2 * time.Minute)
 			wait, err := l.Pass(ctx)
 			if err != nil {

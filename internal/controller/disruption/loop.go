@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -30,13 +32,27 @@ type Options struct {
 	// Validation is how long a decision waits before it is checked again
 	// and carried out (Karpenter's 15 s).
 	Validation time.Duration
+	// ReplacementTimeout bounds the wait for replacements to initialize;
+	// then the candidates are untainted and the decision dropped.
+	ReplacementTimeout time.Duration
+	// Policy holds the consolidation safeguards (zero: DefaultPolicy).
+	Policy *disruption.Policy
 }
 
 // Defaults for Options left zero.
 const (
-	DefaultInterval   = 10 * time.Second
-	DefaultValidation = 15 * time.Second
+	DefaultInterval           = 10 * time.Second
+	DefaultValidation         = 15 * time.Second
+	DefaultReplacementTimeout = 10 * time.Minute
+	// launchPoll is how often a pass looks at replacements launching.
+	launchPoll = 2 * time.Second
 )
+
+// PoolSource gives the NodePools with their instance types (the
+// provisioner's view), for replacements.
+type PoolSource interface {
+	Pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error)
+}
 
 // Loop makes disruption decisions and carries them out.
 type Loop struct {
@@ -46,26 +62,43 @@ type Loop struct {
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 	log      logr.Logger
+	pools    PoolSource
 	opts     Options
 	// pending is a decision waiting for its validation.
 	pending *pending
+	// launching is a decision waiting for its replacements to initialize.
+	launching *launching
 }
 
 type pending struct {
-	reason karpv1.DisruptionReason
-	claims []string
-	at     time.Time
+	reason       karpv1.DisruptionReason
+	claims       []string
+	replacements int
+	at           time.Time
+}
+
+type launching struct {
+	reason       karpv1.DisruptionReason
+	candidates   []disruption.Candidate
+	replacements []string
+	deadline     time.Time
 }
 
 // NewLoop wires the loop.
-func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics, log logr.Logger, opts Options) *Loop {
+func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics, log logr.Logger, pools PoolSource, opts Options) *Loop {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
 	if opts.Validation <= 0 {
 		opts.Validation = DefaultValidation
 	}
-	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, opts: opts}
+	if opts.ReplacementTimeout <= 0 {
+		opts.ReplacementTimeout = DefaultReplacementTimeout
+	}
+	if opts.Policy == nil {
+		opts.Policy = &disruption.DefaultPolicy
+	}
+	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts}
 }
 
 // Runnable runs passes until ctx ends (on the leader only).
@@ -91,10 +124,13 @@ func (l *Loop) Runnable() manager.Runnable {
 // long until the next pass is due.
 func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	now := l.clock.Now()
+	if l.launching != nil {
+		return l.followLaunch(ctx, now)
+	}
 	if l.pending != nil && now.Before(l.pending.at) {
 		return l.pending.at.Sub(now), nil
 	}
-	decision, err := l.decide(now)
+	decision, err := l.decide(ctx, now)
 	if err != nil {
 		return l.opts.Interval, err
 	}
@@ -106,12 +142,19 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 				still = append(still, c)
 			}
 		}
-		return l.opts.Interval, l.execute(ctx, p.reason, still)
+		if p.replacements == 0 && len(decision.Command.Replacements) == 0 {
+			return l.opts.Interval, l.execute(ctx, p.reason, still)
+		}
+		// A replacement holds only if the same node still calls for one.
+		if len(still) != 1 || len(decision.Command.Candidates) != 1 || len(decision.Command.Replacements) == 0 {
+			return l.opts.Interval, nil
+		}
+		return launchPoll, l.launch(ctx, decision.Command, now)
 	}
 	if len(decision.Command.Candidates) == 0 {
 		return l.opts.Interval, nil
 	}
-	p := &pending{reason: decision.Command.Reason, at: now.Add(l.opts.Validation)}
+	p := &pending{reason: decision.Command.Reason, replacements: len(decision.Command.Replacements), at: now.Add(l.opts.Validation)}
 	for _, c := range decision.Command.Candidates {
 		p.claims = append(p.claims, c.Name())
 	}
@@ -121,17 +164,120 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 }
 
 // decide runs the methods in Karpenter's order and returns the first that
-// has something to do: emptiness, then consolidation by deletion.
-func (l *Loop) decide(now time.Time) (disruption.Decision, error) {
+// has something to do: emptiness, then consolidation.
+func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, error) {
 	cands := l.candidates()
 	d, err := disruption.Emptiness(cands, now)
 	if err != nil || len(d.Command.Candidates) > 0 {
 		return d, err
 	}
 	snap := l.cluster.Snapshot()
+	var pools []sched.NodePool
+	if l.pools != nil {
+		if pools, _, err = l.pools.Pools(ctx, snap); err != nil {
+			return disruption.Decision{}, err
+		}
+	}
 	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,
-		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses}
-	return disruption.Underutilized(cands, snap.Nodes, base, now)
+		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses, DaemonSetPods: snap.DaemonSetPods}
+	return disruption.Underutilized(cands, snap.Nodes, pools, base, *l.opts.Policy, now)
+}
+
+// launch taints the candidates (nothing new lands on them) and creates the
+// replacements; the candidates go only once the replacements are
+// initialized (create before delete).
+func (l *Loop) launch(ctx context.Context, cmd disruption.Command, now time.Time) error {
+	for _, c := range cmd.Candidates {
+		if err := l.taint(ctx, c, true); err != nil {
+			return err
+		}
+	}
+	run := &launching{reason: cmd.Reason, candidates: cmd.Candidates, deadline: now.Add(l.opts.ReplacementTimeout)}
+	l.launching = run
+	for _, planned := range cmd.Replacements {
+		np := &karpv1.NodePool{}
+		if err := l.kube.Get(ctx, client.ObjectKey{Name: planned.NodePool}, np); err != nil {
+			return fmt.Errorf("replacing for %s: reading nodepool %s: %w", cmd.Reason, planned.NodePool, err)
+		}
+		nc, err := provisioning.NodeClaimFor(np, planned)
+		if err != nil {
+			return err
+		}
+		if err := l.kube.Create(ctx, nc); err != nil {
+			return fmt.Errorf("creating a replacement in nodepool %s: %w", np.Name, err)
+		}
+		run.replacements = append(run.replacements, nc.Name)
+		l.metrics.NodeClaimCreated(nc, metricReason(cmd.Reason))
+		l.log.Info("launching a replacement", "reason", cmd.Reason, "NodeClaim", nc.Name, "instanceType", planned.InstanceType, "price", planned.Price,
+			"for", cmd.Candidates[0].Name())
+	}
+	return nil
+}
+
+// followLaunch finishes a replacement decision: once every replacement is
+// initialized the candidates are disrupted; if one is gone or the deadline
+// passed, the candidates are untainted and the replacements removed.
+func (l *Loop) followLaunch(ctx context.Context, now time.Time) (time.Duration, error) {
+	run := l.launching
+	ready, failed := 0, ""
+	for _, name := range run.replacements {
+		nc := &karpv1.NodeClaim{}
+		switch err := l.kube.Get(ctx, client.ObjectKey{Name: name}, nc); {
+		case apierrors.IsNotFound(err):
+			failed = "replacement " + name + " is gone"
+		case err != nil:
+			return launchPoll, err
+		case nc.DeletionTimestamp != nil:
+			failed = "replacement " + name + " is being deleted"
+		case meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized):
+			ready++
+		}
+	}
+	if failed == "" && ready < len(run.replacements) && now.Before(run.deadline) {
+		return launchPoll, nil
+	}
+	l.launching = nil
+	if failed == "" && ready == len(run.replacements) {
+		return l.opts.Interval, l.execute(ctx, run.reason, run.candidates)
+	}
+	if failed == "" {
+		failed = fmt.Sprintf("replacements not initialized within %s", l.opts.ReplacementTimeout)
+	}
+	l.log.Info("replacement failed, keeping the nodes", "reason", failed, "nodeclaims", run.replacements)
+	var errs []error
+	for _, c := range run.candidates {
+		errs = append(errs, l.taint(ctx, c, false))
+	}
+	for _, name := range run.replacements {
+		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		errs = append(errs, client.IgnoreNotFound(l.kube.Delete(ctx, nc)))
+	}
+	return l.opts.Interval, errors.Join(errs...)
+}
+
+// taint adds (or removes) karpenter.sh/disrupted:NoSchedule on c's node.
+func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error {
+	if c.Node == nil {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.Node), node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	has := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
+	if has == on {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
+	} else {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
+	}
+	if err := l.kube.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("tainting node %s disrupted (%v): %w", node.Name, on, err)
+	}
+	return nil
 }
 
 // candidates are every NodeClaim of a NodePool, with its node and pods.
@@ -179,19 +325,11 @@ func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cand
 }
 
 func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, c disruption.Candidate) error {
+	if err := l.taint(ctx, c, true); err != nil {
+		return err
+	}
 	if c.Node != nil {
-		node := &corev1.Node{}
-		if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.Node), node); err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) {
-			patch := client.MergeFrom(node.DeepCopy())
-			node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-			if err := l.kube.Patch(ctx, node, patch); err != nil {
-				return fmt.Errorf("tainting node %s disrupted: %w", node.Name, err)
-			}
-		}
-		l.recorder.Eventf(node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting node: %s", reason)
+		l.recorder.Eventf(c.Node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting node: %s", reason)
 	}
 	nc := &karpv1.NodeClaim{}
 	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.NodeClaim), nc); err != nil {

@@ -74,7 +74,7 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 		// the claim's update triggers the next batch.
 		return nil, nil
 	}
-	pools, byName, err := p.pools(ctx, snap)
+	pools, byName, err := p.Pools(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +119,12 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	return created, errors.Join(errs...)
 }
 
-// pools gathers the Ready NodePools this provider serves, with their
+// Pools gathers the Ready NodePools this provider serves, with their
 // instance types and usage: the capacity of their nodes and launched
-// NodeClaims. No NodeClaim is still launching here (Provision waits for
-// them), so limits hold across batches.
-func (p *Provisioner) pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
+// NodeClaims. No NodeClaim is still launching when Provision calls it (it
+// waits for them), so limits hold across batches. Disruption plans its
+// replacements from the same pools.
+func (p *Provisioner) Pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
 	var out []sched.NodePool
 	byName := map[string]*karpv1.NodePool{}
 	for _, np := range snap.NodePools {

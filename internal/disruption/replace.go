@@ -1,0 +1,106 @@
+package disruption
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// Policy holds the consolidation safeguards Nodewright adds to Karpenter's.
+type Policy struct {
+	// MinSavings is the least fraction of a node's price a replacement must
+	// save (0.1: at most 90 % of it); smaller savings are not worth the
+	// disruption.
+	MinSavings float64
+	// MinAge: nodes younger than this are not consolidated (emptiness
+	// excepted), so a node is not replaced while its workload settles.
+	MinAge time.Duration
+}
+
+// DefaultPolicy: replace only for at least 10 % savings; no minimum age
+// beyond consolidateAfter.
+var DefaultPolicy = Policy{MinSavings: 0.1}
+
+// replacement plans one cheaper NodeClaim for c's pods (the other nodes
+// keep theirs): only offerings priced under (1-MinSavings) × c's price, of
+// another instance type, in c's NodePool. A spot node is not replaced
+// (spot-to-spot consolidation is off, as in Karpenter by default); a
+// replacement that may be spot is made spot.
+func replacement(c Candidate, others []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy) (sched.NodeClaim, string) {
+	labels := c.NodeClaim.Labels
+	if labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+		return sched.NodeClaim{}, "spot-to-spot consolidation is disabled"
+	}
+	var pool *sched.NodePool
+	for i := range pools {
+		if pools[i].Name == c.NodePool.Name {
+			pool = &pools[i]
+		}
+	}
+	if pool == nil {
+		return sched.NodeClaim{}, "its NodePool's instance types are unknown"
+	}
+	price, ok := priceOf(labels, pool.InstanceTypes)
+	if !ok {
+		return sched.NodeClaim{}, fmt.Sprintf("the price of %s is unknown", labels[corev1.LabelInstanceTypeStable])
+	}
+	limit := price * (1 - policy.MinSavings)
+	cheaper := sched.NodePool{NodePool: pool.NodePool, Usage: pool.Usage}
+	for _, it := range pool.InstanceTypes {
+		if it.Name == labels[corev1.LabelInstanceTypeStable] {
+			continue
+		}
+		var offs []catalog.Offering
+		for _, o := range it.Offerings {
+			if o.Price < limit {
+				offs = append(offs, o)
+			}
+		}
+		if len(offs) > 0 {
+			cp := *it
+			cp.Offerings = offs
+			cheaper.InstanceTypes = append(cheaper.InstanceTypes, &cp)
+		}
+	}
+	in := base
+	in.Pods, in.Nodes, in.NodePools = reschedulable(c.Pods), others, []sched.NodePool{cheaper}
+	plan := sched.Solve(in)
+	switch {
+	case len(plan.Unschedulable) > 0:
+		return sched.NodeClaim{}, fmt.Sprintf("no instance type at least %.0f%% cheaper than $%.4f/h fits its pods", 100*policy.MinSavings, price)
+	case len(plan.NodeClaims) != 1:
+		return sched.NodeClaim{}, fmt.Sprintf("its pods would need %d new nodes", len(plan.NodeClaims))
+	}
+	planned := plan.NodeClaims[0]
+	if planned.CapacityType == karpv1.CapacityTypeSpot {
+		planned.Requirements = withCapacityType(planned.Requirements, karpv1.CapacityTypeSpot)
+	}
+	return planned, ""
+}
+
+// priceOf is the price of the offering a node's labels name.
+func priceOf(labels map[string]string, types []*catalog.InstanceType) (float64, bool) {
+	for _, it := range types {
+		if it.Name != labels[corev1.LabelInstanceTypeStable] {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == labels[corev1.LabelTopologyZone] && o.CapacityType == labels[karpv1.LabelCapacityType] {
+				return o.Price, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// withCapacityType pins the capacity-type requirement to ct.
+func withCapacityType(reqs []karpv1.NodeSelectorRequirementWithMinValues, ct string) []karpv1.NodeSelectorRequirementWithMinValues {
+	out := slices.DeleteFunc(slices.Clone(reqs), func(r karpv1.NodeSelectorRequirementWithMinValues) bool { return r.Key == karpv1.LabelCapacityType })
+	return append(out, karpv1.NodeSelectorRequirementWithMinValues{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{ct}})
+}
