@@ -3,6 +3,7 @@ package disruption
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -102,11 +103,18 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 	if len(d.Command.Candidates) > 0 {
 		return d, nil
 	}
+	if group, planned, ok := multiNode(eligible, cluster, pools, base, policy, left); ok {
+		for _, c := range group {
+			delete(d.Stays, c.Name())
+		}
+		d.Command.Candidates, d.Command.Replacements = group, []sched.NodeClaim{planned}
+		return d, nil
+	}
 	for _, c := range eligible {
 		if left[c.NodePool.Name] <= 0 {
 			continue
 		}
-		planned, why := replacement(c, others(cluster, removed, c), pools, base, policy)
+		planned, why := replacement([]Candidate{c}, others(cluster, removed, c), pools, base, policy)
 		if why != "" {
 			d.Stays[c.Name()] = "it cannot simply go, and no replacement: " + why
 			continue
@@ -116,6 +124,54 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		break
 	}
 	return d, nil
+}
+
+// maxMultiNode bounds a multi-node decision, as Karpenter's 100.
+const maxMultiNode = 100
+
+// multiNode looks for the longest run of eligible candidates (in order, at
+// least two, within their pools' budgets) whose pods fit, with the other
+// nodes' room, on one new NodeClaim cheaper than all of them together:
+// many nodes merged into one. Longer runs are tried by binary search.
+func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, left map[string]int) ([]Candidate, sched.NodeClaim, bool) {
+	var run []Candidate
+	budget := maps.Clone(left)
+	for _, c := range eligible {
+		if len(run) == maxMultiNode || c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+			continue
+		}
+		if budget[c.NodePool.Name] > 0 {
+			budget[c.NodePool.Name]--
+			run = append(run, c)
+		}
+	}
+	try := func(n int) (sched.NodeClaim, bool) {
+		group := run[:n]
+		gone := map[string]bool{}
+		for _, c := range group {
+			gone[c.Name()] = true
+			if c.Node != nil {
+				gone[c.Node.Name] = true
+			}
+		}
+		planned, why := replacement(group, others(cluster, gone, group[0]), pools, base, policy)
+		return planned, why == ""
+	}
+	lo, hi := 2, len(run)
+	var best sched.NodeClaim
+	found := 0
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if planned, ok := try(mid); ok {
+			best, found, lo = planned, mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if found == 0 {
+		return nil, sched.NodeClaim{}, false
+	}
+	return run[:found], best, true
 }
 
 // others are the nodes that would take c's pods: initialized, staying, not

@@ -93,6 +93,8 @@ func replaceCatalog(t *testing.T) []*catalog.InstanceType {
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.40}, {"capacityType": "spot", "zone": "zone-a", "price": 0.12}]},
 	  {"name": "small", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"},
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.10}]},
+	  {"name": "medium", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.15}]},
 	  {"name": "tiny", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "1", "memory": "4Gi", "pods": "110"},
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.05}]}
 	]`))
@@ -155,4 +157,43 @@ func TestUnderutilizedReplacesWithACheaperNode(t *testing.T) {
 			t.Errorf("command %+v, stays %v", d.Command, d.Stays)
 		}
 	})
+}
+
+// Two nodes neither of which can go alone (the other has no room for its
+// pods) are merged into one NodeClaim cheaper than both.
+func TestUnderutilizedMergesNodes(t *testing.T) {
+	types := replaceCatalog(t)
+	np := underutilizedPool("100%")
+	node := func(name string) Candidate {
+		c := candidate(name, np, time.Hour, cpuPod(name+"-1", "1500m"))
+		c.NodeClaim.Labels = map[string]string{karpv1.LabelNodePool: np.Name, corev1.LabelInstanceTypeStable: "small",
+			corev1.LabelTopologyZone: "zone-a", karpv1.LabelCapacityType: "on-demand"}
+		return c
+	}
+	a, b := node("a"), node("b")
+	small := func(c Candidate) sched.Node {
+		n := schedNode(c)
+		n.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
+		return n
+	}
+	d, err := Underutilized([]Candidate{a, b}, []sched.Node{small(a), small(b)}, []sched.NodePool{{NodePool: np, InstanceTypes: types}}, sched.Input{}, DefaultPolicy, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(d.Command.Candidates) != "a,b" || len(d.Command.Replacements) != 1 {
+		t.Fatalf("command %s, %d replacements, stays %v: want a and b merged onto one node", names(d.Command.Candidates), len(d.Command.Replacements), d.Stays)
+	}
+	// The cheapest that holds both pods: big on spot ($0.12), cheaper than
+	// medium on-demand ($0.15); pinned to spot.
+	r := d.Command.Replacements[0]
+	if r.InstanceType != "big" || r.CapacityType != "spot" || r.Price >= 0.2*0.9 {
+		t.Errorf("replacement %s %s $%.2f/h: want the cheapest, at least 10%% under $0.20/h", r.InstanceType, r.CapacityType, r.Price)
+	}
+	pinned := false
+	for _, req := range r.Requirements {
+		pinned = pinned || req.Key == karpv1.LabelCapacityType && len(req.Values) == 1 && req.Values[0] == "spot"
+	}
+	if !pinned {
+		t.Errorf("requirements %+v: a replacement that may be spot is made spot", r.Requirements)
+	}
 }

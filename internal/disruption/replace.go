@@ -27,53 +27,71 @@ type Policy struct {
 // beyond consolidateAfter.
 var DefaultPolicy = Policy{MinSavings: 0.1}
 
-// replacement plans one cheaper NodeClaim for c's pods (the other nodes
-// keep theirs): only offerings priced under (1-MinSavings) × c's price, of
-// another instance type, in c's NodePool. A spot node is not replaced
-// (spot-to-spot consolidation is off, as in Karpenter by default); a
-// replacement that may be spot is made spot.
-func replacement(c Candidate, others []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy) (sched.NodeClaim, string) {
-	labels := c.NodeClaim.Labels
-	if labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
-		return sched.NodeClaim{}, "spot-to-spot consolidation is disabled"
-	}
-	var pool *sched.NodePool
-	for i := range pools {
-		if pools[i].Name == c.NodePool.Name {
-			pool = &pools[i]
+// replacement plans one NodeClaim to take the pods of cands (the other
+// nodes keep theirs): only offerings priced under (1-MinSavings) × the
+// candidates' total price, of an instance type none of them runs, in the
+// candidates' NodePools. Spot nodes are not replaced (spot-to-spot
+// consolidation is off, as in Karpenter by default); a replacement that
+// may be spot is made spot.
+func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy) (sched.NodeClaim, string) {
+	total := 0.0
+	own := map[string]bool{}
+	inPools := map[string]bool{}
+	var pods []*corev1.Pod
+	for _, c := range cands {
+		labels := c.NodeClaim.Labels
+		if labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+			return sched.NodeClaim{}, "spot-to-spot consolidation is disabled"
 		}
-	}
-	if pool == nil {
-		return sched.NodeClaim{}, "its NodePool's instance types are unknown"
-	}
-	price, ok := priceOf(labels, pool.InstanceTypes)
-	if !ok {
-		return sched.NodeClaim{}, fmt.Sprintf("the price of %s is unknown", labels[corev1.LabelInstanceTypeStable])
-	}
-	limit := price * (1 - policy.MinSavings)
-	cheaper := sched.NodePool{NodePool: pool.NodePool, Usage: pool.Usage}
-	for _, it := range pool.InstanceTypes {
-		if it.Name == labels[corev1.LabelInstanceTypeStable] {
-			continue
-		}
-		var offs []catalog.Offering
-		for _, o := range it.Offerings {
-			if o.Price < limit {
-				offs = append(offs, o)
+		var pool *sched.NodePool
+		for i := range pools {
+			if pools[i].Name == c.NodePool.Name {
+				pool = &pools[i]
 			}
 		}
-		if len(offs) > 0 {
-			cp := *it
-			cp.Offerings = offs
-			cheaper.InstanceTypes = append(cheaper.InstanceTypes, &cp)
+		if pool == nil {
+			return sched.NodeClaim{}, "its NodePool's instance types are unknown"
 		}
+		price, ok := priceOf(labels, pool.InstanceTypes)
+		if !ok {
+			return sched.NodeClaim{}, fmt.Sprintf("the price of %s is unknown", labels[corev1.LabelInstanceTypeStable])
+		}
+		total += price
+		own[labels[corev1.LabelInstanceTypeStable]] = true
+		inPools[c.NodePool.Name] = true
+		pods = append(pods, reschedulable(c.Pods)...)
+	}
+	limit := total * (1 - policy.MinSavings)
+	var cheaper []sched.NodePool
+	for _, pool := range pools {
+		if !inPools[pool.Name] {
+			continue
+		}
+		np := sched.NodePool{NodePool: pool.NodePool, Usage: pool.Usage}
+		for _, it := range pool.InstanceTypes {
+			if own[it.Name] {
+				continue
+			}
+			var offs []catalog.Offering
+			for _, o := range it.Offerings {
+				if o.Price < limit {
+					offs = append(offs, o)
+				}
+			}
+			if len(offs) > 0 {
+				cp := *it
+				cp.Offerings = offs
+				np.InstanceTypes = append(np.InstanceTypes, &cp)
+			}
+		}
+		cheaper = append(cheaper, np)
 	}
 	in := base
-	in.Pods, in.Nodes, in.NodePools = reschedulable(c.Pods), others, []sched.NodePool{cheaper}
+	in.Pods, in.Nodes, in.NodePools = pods, others, cheaper
 	plan := sched.Solve(in)
 	switch {
 	case len(plan.Unschedulable) > 0:
-		return sched.NodeClaim{}, fmt.Sprintf("no instance type at least %.0f%% cheaper than $%.4f/h fits its pods", 100*policy.MinSavings, price)
+		return sched.NodeClaim{}, fmt.Sprintf("no instance type at least %.0f%% cheaper than $%.4f/h fits its pods", 100*policy.MinSavings, total)
 	case len(plan.NodeClaims) != 1:
 		return sched.NodeClaim{}, fmt.Sprintf("its pods would need %d new nodes", len(plan.NodeClaims))
 	}
