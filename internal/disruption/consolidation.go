@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -75,17 +76,40 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 			}
 		}
 	}
+	memo := map[*corev1.Pod]corev1.ResourceList{}
+	base.RequestsOf = func(p *corev1.Pod) corev1.ResourceList {
+		r, ok := memo[p]
+		if !ok {
+			r = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+			memo[p] = r
+		}
+		return r
+	}
+	free := freeRoom(cluster, base.RequestsOf)
 	removed := map[string]bool{}
 	var moving []*corev1.Pod
+	probes := 0
 	for _, c := range eligible {
 		pool := c.NodePool.Name
+		if probes == maxProbes {
+			d.Stays[c.Name()] = "not evaluated this round (probe limit)"
+			continue
+		}
 		if left[pool] <= 0 {
 			d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain[pool], disrupting[pool])
 			continue
 		}
 		trial := append(slices.Clip(moving), reschedulable(c.Pods)...)
+		stay := others(cluster, removed, c)
+		// Cheap test first: the room left on the nodes that stay must at
+		// least add up to what the pods ask.
+		if !roomFor(trial, stay, free, base.RequestsOf) {
+			d.Stays[c.Name()] = "its pods need more room than the other nodes have free"
+			continue
+		}
 		in := base
-		in.Pods, in.NodePools, in.Nodes = trial, nil, others(cluster, removed, c)
+		in.Pods, in.NodePools, in.Nodes = trial, nil, withRoom(stay, free, trial, base.RequestsOf)
+		probes++
 		plan := sched.Solve(in)
 		if len(plan.Unschedulable) > 0 {
 			u := plan.Unschedulable[0]
@@ -103,15 +127,15 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 	if len(d.Command.Candidates) > 0 {
 		return d, nil
 	}
-	if group, planned, ok := multiNode(eligible, cluster, pools, base, policy, left); ok {
+	if group, planned, ok := multiNode(eligible[:min(len(eligible), maxProbes)], cluster, pools, base, policy, left); ok {
 		for _, c := range group {
 			delete(d.Stays, c.Name())
 		}
 		d.Command.Candidates, d.Command.Replacements = group, []sched.NodeClaim{planned}
 		return d, nil
 	}
-	for _, c := range eligible {
-		if left[c.NodePool.Name] <= 0 {
+	for i, c := range eligible {
+		if left[c.NodePool.Name] <= 0 || i >= maxReplaceProbes {
 			continue
 		}
 		planned, why := replacement([]Candidate{c}, others(cluster, removed, c), pools, base, policy)
@@ -126,8 +150,16 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 	return d, nil
 }
 
-// maxMultiNode bounds a multi-node decision, as Karpenter's 100.
-const maxMultiNode = 100
+// Bounds on one round's work, like Karpenter's consolidation timeouts:
+// a multi-node decision takes at most maxMultiNode nodes (Karpenter's
+// 100), deletion is tried on at most maxProbes candidates (and multi-node
+// merges among them), replacement on at most maxReplaceProbes. The rest
+// wait for the next round (10 s later).
+const (
+	maxMultiNode     = 100
+	maxProbes        = 10
+	maxReplaceProbes = 3
+)
 
 // multiNode looks for the longest run of eligible candidates (in order, at
 // least two, within their pools' budgets) whose pods fit, with the other
@@ -172,6 +204,65 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 		return nil, sched.NodeClaim{}, false
 	}
 	return run[:found], best, true
+}
+
+// freeRoom is each node's allocatable CPU and memory left by its pods.
+func freeRoom(cluster []sched.Node, requests func(*corev1.Pod) corev1.ResourceList) map[string][2]int64 {
+	out := make(map[string][2]int64, len(cluster))
+	for _, n := range cluster {
+		cpu, mem := n.Allocatable.Cpu().MilliValue(), n.Allocatable.Memory().Value()
+		for _, p := range n.Pods {
+			r := requests(p)
+			cpu -= r.Cpu().MilliValue()
+			mem -= r.Memory().Value()
+		}
+		out[n.Name] = [2]int64{cpu, mem}
+	}
+	return out
+}
+
+// roomFor reports whether the nodes' free CPU and memory add up to what
+// the pods ask (necessary for them to fit, not sufficient).
+func roomFor(pods []*corev1.Pod, nodes []sched.Node, free map[string][2]int64, requests func(*corev1.Pod) corev1.ResourceList) bool {
+	var cpu, mem, haveCPU, haveMem int64
+	for _, p := range pods {
+		r := requests(p)
+		cpu += r.Cpu().MilliValue()
+		mem += r.Memory().Value()
+	}
+	for _, n := range nodes {
+		f := free[n.Name]
+		haveCPU += max(f[0], 0)
+		haveMem += max(f[1], 0)
+	}
+	return cpu <= haveCPU && mem <= haveMem
+}
+
+// withRoom drops the nodes without room for the smallest of the pods when
+// no pod asks about other pods (topology spread, pod affinity): such nodes
+// could take none of them and change nothing they are judged by. Solving
+// over fewer nodes is the main cost of a round.
+func withRoom(nodes []sched.Node, free map[string][2]int64, pods []*corev1.Pod, requests func(*corev1.Pod) corev1.ResourceList) []sched.Node {
+	minCPU, minMem := int64(-1), int64(-1)
+	for _, p := range pods {
+		if len(p.Spec.TopologySpreadConstraints) > 0 || p.Spec.Affinity != nil && (p.Spec.Affinity.PodAffinity != nil || p.Spec.Affinity.PodAntiAffinity != nil) {
+			return nodes
+		}
+		r := requests(p)
+		if c := r.Cpu().MilliValue(); minCPU < 0 || c < minCPU {
+			minCPU = c
+		}
+		if m := r.Memory().Value(); minMem < 0 || m < minMem {
+			minMem = m
+		}
+	}
+	var out []sched.Node
+	for _, n := range nodes {
+		if f := free[n.Name]; f[0] >= minCPU && f[1] >= minMem {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // others are the nodes that would take c's pods: initialized, staying, not

@@ -42,6 +42,10 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// RequestsOf, when set, gives a pod's effective requests; callers that
+	// solve many times over the same pods (disruption) pass a memo. Nil
+	// computes them (component-helpers' PodRequests).
+	RequestsOf func(*corev1.Pod) corev1.ResourceList
 }
 
 // Node is capacity that exists already: a registered node or an in-flight

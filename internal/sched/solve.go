@@ -48,6 +48,7 @@ type solver struct {
 // fails as a whole: a pod it cannot place is listed with the reason.
 func Solve(in Input) Plan {
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
+	s.ix.RequestsOf = in.RequestsOf
 	for _, d := range in.DaemonSetPods {
 		if ds := newPodState(d, s.ix); ds.invalid == nil {
 			s.daemons = append(s.daemons, ds)

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,8 @@ type store struct {
 	version int64
 	objects map[schema.GroupVersionKind]map[types.NamespacedName]client.Object
 	indexes map[schema.GroupVersionKind]map[string]client.IndexerFunc
+	// indexed: per kind and field, the keys of the objects with each value.
+	indexed map[schema.GroupVersionKind]map[string]map[string]map[types.NamespacedName]struct{}
 	// changed is told about every object created, updated or deleted.
 	changed func(obj client.Object, deleted bool)
 	// evictionAllowed decides evictions (PodDisruptionBudgets); nil: all.
@@ -57,7 +60,8 @@ var _ client.Client = (*store)(nil)
 func newStore(scheme *runtime.Scheme, mapper meta.RESTMapper, clk *clocktesting.FakeClock, seed int64) *store {
 	return &store{scheme: scheme, mapper: mapper, clock: clk, rand: rand.New(rand.NewSource(seed)),
 		objects: map[schema.GroupVersionKind]map[types.NamespacedName]client.Object{},
-		indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{}}
+		indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{},
+		indexed: map[schema.GroupVersionKind]map[string]map[string]map[types.NamespacedName]struct{}{}}
 }
 
 // IndexField registers a field index, as a cache does.
@@ -70,7 +74,64 @@ func (s *store) IndexField(_ context.Context, obj client.Object, field string, e
 		s.indexes[gvk] = map[string]client.IndexerFunc{}
 	}
 	s.indexes[gvk][field] = extract
+	if s.indexed[gvk] == nil {
+		s.indexed[gvk] = map[string]map[string]map[types.NamespacedName]struct{}{}
+	}
+	s.indexed[gvk][field] = map[string]map[types.NamespacedName]struct{}{}
+	for key, obj := range s.objects[gvk] {
+		s.index(gvk, key, nil, obj)
+	}
 	return nil
+}
+
+// index moves key from old's index values to obj's (either may be nil).
+func (s *store) index(gvk schema.GroupVersionKind, key types.NamespacedName, old, obj client.Object) {
+	for field, extract := range s.indexes[gvk] {
+		values := s.indexed[gvk][field]
+		if old != nil {
+			for _, v := range extract(old) {
+				delete(values[v], key)
+			}
+		}
+		if obj != nil {
+			for _, v := range extract(obj) {
+				if values[v] == nil {
+					values[v] = map[types.NamespacedName]struct{}{}
+				}
+				values[v][key] = struct{}{}
+			}
+		}
+	}
+}
+
+// indexedPods returns the stored pods whose field index holds value,
+// sorted, without copying them: for the simulator's own controllers, which
+// only read them.
+func (s *store) indexedPods(field, value string) []*corev1.Pod {
+	gvk := corev1.SchemeGroupVersion.WithKind("Pod")
+	keys := make([]types.NamespacedName, 0, len(s.indexed[gvk][field][value]))
+	for k := range s.indexed[gvk][field][value] {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	out := make([]*corev1.Pod, len(keys))
+	for i, k := range keys {
+		out[i] = s.objects[gvk][k].(*corev1.Pod)
+	}
+	return out
+}
+
+// put stores obj under key, keeping the indexes; remove takes it out.
+func (s *store) put(gvk schema.GroupVersionKind, objs map[types.NamespacedName]client.Object, key types.NamespacedName, obj client.Object) {
+	s.index(gvk, key, objs[key], obj)
+	objs[key] = obj
+}
+
+func (s *store) remove(gvk schema.GroupVersionKind, objs map[types.NamespacedName]client.Object, key types.NamespacedName) {
+	s.index(gvk, key, objs[key], nil)
+	delete(objs, key)
 }
 
 func (s *store) Scheme() *runtime.Scheme     { return s.scheme }
@@ -157,8 +218,16 @@ func (s *store) List(_ context.Context, list client.ObjectList, opts ...client.L
 		}
 	}
 	objs := s.objects[gvk]
-	keys := make([]types.NamespacedName, 0, len(objs))
-	for k, obj := range objs {
+	var scan map[types.NamespacedName]client.Object = objs
+	if len(fieldReqs) > 0 {
+		// The first field's index gives the candidates.
+		scan = map[types.NamespacedName]client.Object{}
+		for k := range s.indexed[gvk][fieldReqs[0][0]][fieldReqs[0][1]] {
+			scan[k] = objs[k]
+		}
+	}
+	keys := make([]types.NamespacedName, 0, len(scan))
+	for k, obj := range scan {
 		if o.Namespace != "" && k.Namespace != o.Namespace {
 			continue
 		}
@@ -169,7 +238,9 @@ func (s *store) List(_ context.Context, list client.ObjectList, opts ...client.L
 			keys = append(keys, k)
 		}
 	}
-	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	items := make([]runtime.Object, len(keys))
 	for i, k := range keys {
 		items[i] = objs[k].DeepCopyObject()
@@ -216,7 +287,7 @@ func (s *store) Create(_ context.Context, obj client.Object, _ ...client.CreateO
 	if pod, ok := obj.(*corev1.Pod); ok && pod.Status.Phase == "" {
 		pod.Status.Phase = corev1.PodPending // as the API server defaults it
 	}
-	objs[key] = obj.DeepCopyObject().(client.Object)
+	s.put(gvk, objs, key, obj.DeepCopyObject().(client.Object))
 	s.report(objs[key], false)
 	return nil
 }
@@ -314,12 +385,12 @@ func (s *store) write(obj client.Object, subresource string) error {
 	s.version++
 	next.SetResourceVersion(fmt.Sprint(s.version))
 	if next.GetDeletionTimestamp() != nil && len(next.GetFinalizers()) == 0 {
-		delete(objs, key)
+		s.remove(gvk, objs, key)
 		into(next, obj)
 		s.report(next, true)
 		return nil
 	}
-	objs[key] = next
+	s.put(gvk, objs, key, next)
 	into(next, obj)
 	s.report(next, false)
 	return nil
@@ -355,7 +426,7 @@ func (s *store) Delete(_ context.Context, obj client.Object, opts ...client.Dele
 		}
 	}
 	if len(stored.GetFinalizers()) == 0 {
-		delete(objs, key)
+		s.remove(gvk, objs, key)
 		s.report(stored, true)
 		return nil
 	}
@@ -367,7 +438,7 @@ func (s *store) Delete(_ context.Context, obj client.Object, opts ...client.Dele
 	next.SetDeletionTimestamp(&now)
 	s.version++
 	next.SetResourceVersion(fmt.Sprint(s.version))
-	objs[key] = next
+	s.put(gvk, objs, key, next)
 	s.report(next, false)
 	return nil
 }

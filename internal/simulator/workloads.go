@@ -69,17 +69,11 @@ func indexPodsByController(ctx context.Context, indexer client.FieldIndexer) err
 	})
 }
 
-// ownedPods lists the pods obj controls.
-func (w *workloads) ownedPods(ctx context.Context, obj client.Object) ([]*corev1.Pod, error) {
-	var list corev1.PodList
-	if err := w.kube.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{podControllerIndex: string(obj.GetUID())}); err != nil {
-		return nil, fmt.Errorf("listing the pods of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	out := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+// ownedPods lists the pods obj controls: the stored objects themselves,
+// read, never modified (a workload controller scales the busiest
+// Deployments and would copy thousands of pods on every change).
+func (w *workloads) ownedPods(_ context.Context, obj client.Object) ([]*corev1.Pod, error) {
+	return w.engine.store.indexedPods(podControllerIndex, string(obj.GetUID())), nil
 }
 
 func active(p *corev1.Pod) bool {

@@ -33,6 +33,8 @@ type Cluster struct {
 	storageClasses map[string]*storagev1.StorageClass
 	// nominated: pods a decision planned a place for, until when, and where.
 	nominated map[types.NamespacedName]nomination
+	// version counts changes, so a consumer can tell nothing changed.
+	version uint64
 }
 
 // nomination is a pod's planned place and how long it holds.
@@ -66,6 +68,7 @@ func key(namespace, name string) types.NamespacedName {
 func upsert[K comparable, V any](c *Cluster, m map[K]*V, k K, obj *V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	if obj == nil {
 		delete(m, k)
 		return
@@ -84,6 +87,7 @@ func (c *Cluster) UpdateNodeClaim(nc *karpv1.NodeClaim) { upsert(c, c.nodeClaims
 func (c *Cluster) DeleteNodeClaim(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	delete(c.nodeClaims, name)
 	for k, n := range c.nominated {
 		if n.target == name {
@@ -97,6 +101,7 @@ func (c *Cluster) UpdatePod(p *corev1.Pod) { upsert(c, c.pods, key(p.Namespace, 
 func (c *Cluster) DeletePod(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	delete(c.pods, key(namespace, name))
 	delete(c.nominated, key(namespace, name))
 }
@@ -119,11 +124,13 @@ func (c *Cluster) DeleteDaemonSet(namespace, name string) {
 func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	c.namespaces[ns.Name] = ns.Labels
 }
 func (c *Cluster) DeleteNamespace(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	delete(c.namespaces, name)
 }
 
@@ -154,10 +161,18 @@ func (c *Cluster) DeleteStorageClass(name string) {
 func (c *Cluster) Nominate(pods []*corev1.Pod, target string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.version++
 	until := c.clock.Now().Add(ttl)
 	for _, p := range pods {
 		c.nominated[key(p.Namespace, p.Name)] = nomination{until: until, target: target}
 	}
+}
+
+// Version changes whenever the model does.
+func (c *Cluster) Version() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.version
 }
 
 // NominatedTo returns the pods a live nomination plans onto target (a
@@ -173,6 +188,21 @@ func (c *Cluster) NominatedTo(target string) []types.NamespacedName {
 		}
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// NominationTargets returns the targets (NodeClaim or node names) of the
+// live nominations.
+func (c *Cluster) NominationTargets() map[string]bool {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]bool{}
+	for _, n := range c.nominated {
+		if now.Before(n.until) {
+			out[n.target] = true
+		}
+	}
 	return out
 }
 

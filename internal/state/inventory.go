@@ -1,6 +1,10 @@
 package state
 
 import (
+	"cmp"
+	"slices"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -74,7 +78,14 @@ func (c *Cluster) Inventory() Inventory {
 	defer c.mu.RUnlock()
 	var inv Inventory
 	bound := map[string][]*corev1.Pod{}
-	for _, k := range sortedKeys(c.pods, types.NamespacedName.String) {
+	keys := make([]types.NamespacedName, 0, len(c.pods))
+	for k := range c.pods {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
+	for _, k := range keys {
 		p := c.pods[k]
 		inv.Pods = append(inv.Pods, p)
 		if p.Spec.NodeName != "" && !isTerminal(p) {

@@ -68,7 +68,19 @@ type Loop struct {
 	pending *pending
 	// launching is a decision waiting for its replacements to initialize.
 	launching *launching
+	// quiet: a round found nothing to do at this version of the cluster
+	// model; rounds are skipped until it changes or until passes.
+	quiet struct {
+		version uint64
+		until   time.Time
+	}
 }
+
+// quietRecheck is how long an unchanged cluster is not evaluated again
+// (time alone makes a node consolidatable or a budget window open; the
+// first changes its NodeClaim's condition, hence the model, the second is
+// caught by this recheck).
+const quietRecheck = 5 * time.Minute
 
 type pending struct {
 	reason       karpv1.DisruptionReason
@@ -166,10 +178,20 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 // decide runs the methods in Karpenter's order and returns the first that
 // has something to do: emptiness, then consolidation.
 func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, error) {
-	cands := l.candidates()
+	version := l.cluster.Version()
+	if version == l.quiet.version && now.Before(l.quiet.until) {
+		return disruption.Decision{}, nil
+	}
+	cands, settled := l.candidates()
 	d, err := disruption.Emptiness(cands, now)
 	if err != nil || len(d.Command.Candidates) > 0 {
 		return d, err
+	}
+	if !settled {
+		// Pods are waiting or nodes are starting: the cluster is still
+		// moving, and Karpenter's consolidation would count the pending
+		// pods in and fail anyway. Look again next round.
+		return d, nil
 	}
 	snap := l.cluster.Snapshot()
 	var pools []sched.NodePool
@@ -180,7 +202,11 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	}
 	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,
 		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses, DaemonSetPods: snap.DaemonSetPods}
-	return disruption.Underutilized(cands, snap.Nodes, pools, base, *l.opts.Policy, now)
+	d, err = disruption.Underutilized(cands, snap.Nodes, pools, base, *l.opts.Policy, now)
+	if err == nil && len(d.Command.Candidates) == 0 {
+		l.quiet.version, l.quiet.until = version, now.Add(quietRecheck)
+	}
+	return d, err
 }
 
 // launch taints the candidates (nothing new lands on them) and creates the
@@ -280,9 +306,18 @@ func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error
 	return nil
 }
 
-// candidates are every NodeClaim of a NodePool, with its node and pods.
-func (l *Loop) candidates() []disruption.Candidate {
+// candidates are every NodeClaim of a NodePool, with its node and pods;
+// settled says no pod is waiting for a node and no NodeClaim is starting.
+func (l *Loop) candidates() ([]disruption.Candidate, bool) {
 	inv := l.cluster.Inventory()
+	settled := true
+	for _, p := range inv.Pods {
+		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			settled = false
+			break
+		}
+	}
+	targets := l.cluster.NominationTargets()
 	nominatedNode := map[string]bool{}
 	for _, p := range inv.Pods {
 		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
@@ -295,21 +330,23 @@ func (l *Loop) candidates() []disruption.Candidate {
 		if np == nil {
 			return
 		}
-		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: len(l.cluster.NominatedTo(nc.Name)) > 0}
+		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: targets[nc.Name]}
 		if node != nil {
-			c.Nominated = c.Nominated || nominatedNode[node.Name] || len(l.cluster.NominatedTo(node.Name)) > 0
+			c.Nominated = c.Nominated || nominatedNode[node.Name] || targets[node.Name]
 		}
 		out = append(out, c)
 	}
 	for _, v := range inv.Nodes {
 		if v.Claim != nil {
 			add(v.Claim, v.Node, v.Pods)
+			settled = settled && (v.Claim.DeletionTimestamp != nil || meta.IsStatusConditionTrue(v.Claim.Status.Conditions, karpv1.ConditionTypeInitialized))
 		}
 	}
 	for _, nc := range inv.Pending {
 		add(nc, nil, nil)
+		settled = settled && nc.DeletionTimestamp != nil
 	}
-	return out
+	return out, settled
 }
 
 // execute taints the candidates' nodes, marks their NodeClaims with the

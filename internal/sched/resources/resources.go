@@ -27,6 +27,9 @@ const (
 type Index struct {
 	names []corev1.ResourceName
 	slots map[corev1.ResourceName]int
+	// RequestsOf, when set, gives a pod's effective requests (a caller's
+	// memo of resourcehelper.PodRequests across many solves).
+	RequestsOf func(*corev1.Pod) corev1.ResourceList
 }
 
 // NewIndex returns an index with cpu, memory, pods and ephemeral-storage.
@@ -73,7 +76,13 @@ func (ix *Index) Vector(rl corev1.ResourceList) Vector {
 // larger of its containers' sum and any init container, with restartable
 // sidecars counted throughout, plus pod overhead) and one pod slot.
 func (ix *Index) PodRequests(pod *corev1.Pod) Vector {
-	v := ix.Vector(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	var rl corev1.ResourceList
+	if ix.RequestsOf != nil {
+		rl = ix.RequestsOf(pod)
+	} else {
+		rl = resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	}
+	v := ix.Vector(rl)
 	v[Pods]++
 	return v
 }
