@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,6 +93,7 @@ capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 			if err := engine.Load(ctx, in); err != nil {
 				return err
 			}
+			defer debug.SetGCPercent(debug.SetGCPercent(simulator.SimulateGCPercent))
 			start := time.Now()
 			report, err := engine.Run(ctx)
 			if err != nil {

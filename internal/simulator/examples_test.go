@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -103,6 +104,8 @@ func TestReportIsDeterministic(t *testing.T) {
 // BenchmarkDay runs examples/daily: 24 simulated hours peaking near 500
 // nodes and 5,000 pods (target: under 60 s on 2 cores).
 func BenchmarkDay(b *testing.B) {
+	// As `nodewright simulate` runs (see cmd/nodewright/simulate.go).
+	defer debug.SetGCPercent(debug.SetGCPercent(SimulateGCPercent))
 	for b.Loop() {
 		rep := runExample(b, "daily/scenario.yaml", Options{Seed: 1, Duration: dayDuration()})
 		b.ReportMetric(float64(rep.Summary.NodesPeak), "peak-nodes")
