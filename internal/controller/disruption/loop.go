@@ -188,9 +188,8 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 		return d, err
 	}
 	if !settled {
-		// Pods are waiting or nodes are starting: the cluster is still
-		// moving, and Karpenter's consolidation would count the pending
-		// pods in and fail anyway. Look again next round.
+		// Pods are being provisioned for or nodes are starting: the
+		// cluster is still moving. Look again next round.
 		return d, nil
 	}
 	snap := l.cluster.Snapshot()
@@ -307,17 +306,15 @@ func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error
 }
 
 // candidates are every NodeClaim of a NodePool, with its node and pods;
-// settled says no pod is waiting for a node and no NodeClaim is starting.
+// settled says no pod is being provisioned for and no NodeClaim is
+// starting.
 func (l *Loop) candidates() ([]disruption.Candidate, bool) {
 	inv := l.cluster.Inventory()
-	settled := true
-	for _, p := range inv.Pods {
-		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			settled = false
-			break
-		}
-	}
 	targets := l.cluster.NominationTargets()
+	// Pods being provisioned for (a live nomination) mean the cluster is
+	// still moving; a pod no NodePool can take does not hold consolidation
+	// back.
+	settled := len(targets) == 0
 	nominatedNode := map[string]bool{}
 	for _, p := range inv.Pods {
 		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {
