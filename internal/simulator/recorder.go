@@ -35,8 +35,11 @@ type recorder struct {
 	errs     []string
 
 	claims map[string]*claimInfo
-	ready  map[string]bool // nodes seen Ready
-	pods   map[types.NamespacedName]*podInfo
+	ready  map[string]bool // nodes Ready now
+	// announced: nodes whose first Ready is on the timeline (a node
+	// cordoned and uncordoned is not new).
+	announced map[string]bool
+	pods      map[types.NamespacedName]*podInfo
 	// bindings this instant, per node, flushed as one entry each.
 	bindings map[string]int
 	// unschedulable this instant, by message.
@@ -69,7 +72,7 @@ type podInfo struct {
 }
 
 func newRecorder(e *Engine, instanceTypes []catalog.InstanceType) *recorder {
-	r := &recorder{engine: e, start: e.opts.Start, prices: map[offering]float64{}, claims: map[string]*claimInfo{}, ready: map[string]bool{},
+	r := &recorder{engine: e, start: e.opts.Start, prices: map[offering]float64{}, claims: map[string]*claimInfo{}, ready: map[string]bool{}, announced: map[string]bool{},
 		pods: map[types.NamespacedName]*podInfo{}, bindings: map[string]int{}, unschedulable: map[string]int{},
 		costAt: e.opts.Start, disruptions: map[string]int{}, allocatable: map[string][2]float64{}}
 	for _, it := range instanceTypes {
@@ -164,7 +167,8 @@ func (r *recorder) nodeChanged(n *corev1.Node, deleted bool) {
 		r.allocatable[n.Name] = [2]float64{cpu, mem}
 		r.cpuAllocatable += cpu
 		r.memAllocatable += mem
-		if _, seen := r.readySeen(n.Name); !seen {
+		if !r.announced[n.Name] {
+			r.announced[n.Name] = true
 			r.timeline = append(r.timeline, Entry{At: r.at(), Kind: EntryReady, Node: n.Name, NodePool: n.Labels[karpv1.LabelNodePool],
 				InstanceType: n.Labels[corev1.LabelInstanceTypeStable]})
 		}
@@ -175,17 +179,6 @@ func (r *recorder) nodeChanged(n *corev1.Node, deleted bool) {
 		r.memAllocatable -= a[1]
 		delete(r.allocatable, n.Name)
 	}
-}
-
-// readySeen reports whether the timeline already has n turning Ready (a
-// node cordoned and uncordoned is not new).
-func (r *recorder) readySeen(node string) (int, bool) {
-	for i := len(r.timeline) - 1; i >= 0; i-- {
-		if r.timeline[i].Kind == EntryReady && r.timeline[i].Node == node {
-			return i, true
-		}
-	}
-	return 0, false
 }
 
 func (r *recorder) podChanged(p *corev1.Pod, deleted bool) {
