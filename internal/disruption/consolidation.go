@@ -85,42 +85,28 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		}
 		return r
 	}
-	free := freeRoom(cluster, base.RequestsOf)
+	// Deletion: one session over the nodes that can take pods; each
+	// candidate in turn is drained into the nodes left, kept when every pod
+	// finds a place and reverted otherwise.
+	in := base
+	in.Nodes = receivers(cluster)
+	order := make([]string, 0, len(eligible))
+	for _, c := range eligible {
+		order = append(order, c.Node.Name)
+	}
+	session := sched.NewSession(in, order, func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) })
 	removed := map[string]bool{}
-	var moving []*corev1.Pod
-	probes := 0
 	for _, c := range eligible {
 		pool := c.NodePool.Name
-		if probes == maxProbes {
-			d.Stays[c.Name()] = "not evaluated this round (probe limit)"
-			continue
-		}
 		if left[pool] <= 0 {
 			d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain[pool], disrupting[pool])
 			continue
 		}
-		trial := append(slices.Clip(moving), reschedulable(c.Pods)...)
-		stay := others(cluster, removed, c)
-		// Cheap test first: the room left on the nodes that stay must at
-		// least add up to what the pods ask.
-		if !roomFor(trial, stay, free, base.RequestsOf) {
-			d.Stays[c.Name()] = "its pods need more room than the other nodes have free"
-			continue
-		}
-		in := base
-		in.Pods, in.NodePools, in.Nodes = trial, nil, withRoom(stay, free, trial, base.RequestsOf)
-		probes++
-		plan := sched.Solve(in)
-		if len(plan.Unschedulable) > 0 {
-			u := plan.Unschedulable[0]
+		if u := session.Drain(c.Node.Name); u != nil {
 			d.Stays[c.Name()] = fmt.Sprintf("pod %s/%s would have no place on the other nodes: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
 			continue
 		}
-		removed[c.Name()] = true
-		if c.Node != nil {
-			removed[c.Node.Name] = true
-		}
-		moving = trial
+		removed[c.Name()], removed[c.Node.Name] = true, true
 		left[pool]--
 		d.Command.Candidates = append(d.Command.Candidates, c)
 	}
@@ -206,59 +192,16 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 	return run[:found], best, true
 }
 
-// freeRoom is each node's allocatable CPU and memory left by its pods.
-func freeRoom(cluster []sched.Node, requests func(*corev1.Pod) corev1.ResourceList) map[string][2]int64 {
-	out := make(map[string][2]int64, len(cluster))
-	for _, n := range cluster {
-		cpu, mem := n.Allocatable.Cpu().MilliValue(), n.Allocatable.Memory().Value()
-		for _, p := range n.Pods {
-			r := requests(p)
-			cpu -= r.Cpu().MilliValue()
-			mem -= r.Memory().Value()
-		}
-		out[n.Name] = [2]int64{cpu, mem}
-	}
-	return out
-}
 
-// roomFor reports whether the nodes' free CPU and memory add up to what
-// the pods ask (necessary for them to fit, not sufficient).
-func roomFor(pods []*corev1.Pod, nodes []sched.Node, free map[string][2]int64, requests func(*corev1.Pod) corev1.ResourceList) bool {
-	var cpu, mem, haveCPU, haveMem int64
-	for _, p := range pods {
-		r := requests(p)
-		cpu += r.Cpu().MilliValue()
-		mem += r.Memory().Value()
-	}
-	for _, n := range nodes {
-		f := free[n.Name]
-		haveCPU += max(f[0], 0)
-		haveMem += max(f[1], 0)
-	}
-	return cpu <= haveCPU && mem <= haveMem
-}
 
-// withRoom drops the nodes without room for the smallest of the pods when
-// no pod asks about other pods (topology spread, pod affinity): such nodes
-// could take none of them and change nothing they are judged by. Solving
-// over fewer nodes is the main cost of a round.
-func withRoom(nodes []sched.Node, free map[string][2]int64, pods []*corev1.Pod, requests func(*corev1.Pod) corev1.ResourceList) []sched.Node {
-	minCPU, minMem := int64(-1), int64(-1)
-	for _, p := range pods {
-		if len(p.Spec.TopologySpreadConstraints) > 0 || p.Spec.Affinity != nil && (p.Spec.Affinity.PodAffinity != nil || p.Spec.Affinity.PodAntiAffinity != nil) {
-			return nodes
-		}
-		r := requests(p)
-		if c := r.Cpu().MilliValue(); minCPU < 0 || c < minCPU {
-			minCPU = c
-		}
-		if m := r.Memory().Value(); minMem < 0 || m < minMem {
-			minMem = m
-		}
-	}
+
+// receivers are the nodes that can take pods: initialized and staying.
+// Capacity still starting is left out: pods moved onto it would wait, and
+// provisioning would buy for them again.
+func receivers(cluster []sched.Node) []sched.Node {
 	var out []sched.Node
-	for _, n := range nodes {
-		if f := free[n.Name]; f[0] >= minCPU && f[1] >= minMem {
+	for _, n := range cluster {
+		if !n.MarkedForDeletion && !n.InFlight && n.Initialized {
 			out = append(out, n)
 		}
 	}

@@ -50,7 +50,7 @@ func TestUnderutilized(t *testing.T) {
 		t.Errorf("consolidation takes %q, want a-light only", got)
 	}
 	for _, name := range []string{"b-half", "c-full"} {
-		if !strings.Contains(d.Stays[name], "need more room than the other nodes have free") {
+		if !strings.Contains(d.Stays[name], "do not have the CPU or memory free") {
 			t.Errorf("%s stays because %q", name, d.Stays[name])
 		}
 	}

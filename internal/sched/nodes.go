@@ -19,6 +19,8 @@ type nodeState struct {
 	taints    []corev1.Taint
 	placed    []*corev1.Pod
 	ports     []hostPort
+	// gone: a Session took the node away.
+	gone bool
 }
 
 func (s *solver) prepareNode(n *Node) *nodeState {
@@ -48,7 +50,7 @@ func isEphemeralTaint(t corev1.Taint) bool {
 
 // fits reports whether the pod can go on the node now.
 func (ns *nodeState) fits(p *podState, preqs requirement.Requirements) bool {
-	if ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) || portsConflict(ns.ports, p.ports) {
+	if ns.gone || ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) || portsConflict(ns.ports, p.ports) {
 		return false
 	}
 	if _, bad := untolerated(ns.taints, p.tolerations); bad {
