@@ -21,14 +21,25 @@ type Candidate struct {
 	Pods []*corev1.Pod
 	// Nominated: a provisioning decision planned pods onto the node.
 	Nominated bool
+	// PDBs are the cluster's PodDisruptionBudgets (shared by every
+	// candidate); nil: none.
+	PDBs *PDBs
 }
 
 // Name is the NodeClaim's name.
 func (c Candidate) Name() string { return c.NodeClaim.Name }
 
 // Blocked says why the candidate may not be disrupted voluntarily now, or
-// "" when it may.
+// "" when it may: the node's own state, then its pods.
 func Blocked(c Candidate) string {
+	if why := blockedNode(c); why != "" {
+		return why
+	}
+	return blockedPods(c)
+}
+
+// blockedNode: the NodeClaim or node is not in a state to go.
+func blockedNode(c Candidate) string {
 	nc := c.NodeClaim
 	switch {
 	case nc.DeletionTimestamp != nil:
@@ -46,10 +57,19 @@ func Blocked(c Candidate) string {
 	case c.Nominated:
 		return "pods are nominated to it"
 	}
+	return ""
+}
+
+// blockedPods: a pod on the node may not be evicted now (do-not-disrupt, or
+// a PodDisruptionBudget).
+func blockedPods(c Candidate) string {
 	for _, p := range c.Pods {
 		// Any pod, DaemonSet and mirror pods included, may hold its node.
 		if p.Annotations[karpv1.AnnotationDoNotDisrupt] == "true" {
 			return fmt.Sprintf("pod %s/%s has %s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt)
+		}
+		if why := c.PDBs.Blocking(p); why != "" {
+			return why
 		}
 	}
 	return ""

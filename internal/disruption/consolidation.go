@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -58,8 +57,12 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		}
 		eligible = append(eligible, c)
 	}
+	moves := make(map[string]int, len(eligible))
+	for _, c := range eligible {
+		moves[c.Name()] = len(reschedulable(c.Pods))
+	}
 	slices.SortStableFunc(eligible, func(a, b Candidate) int {
-		return cmp.Or(cmp.Compare(len(reschedulable(a.Pods)), len(reschedulable(b.Pods))),
+		return cmp.Or(cmp.Compare(moves[a.Name()], moves[b.Name()]),
 			a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
 	})
 	left := map[string]int{}
@@ -76,14 +79,8 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 			}
 		}
 	}
-	memo := map[*corev1.Pod]corev1.ResourceList{}
-	base.RequestsOf = func(p *corev1.Pod) corev1.ResourceList {
-		r, ok := memo[p]
-		if !ok {
-			r = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-			memo[p] = r
-		}
-		return r
+	if base.RequestsOf == nil {
+		base.RequestsOf = NewRequestMemo().Of
 	}
 	// Deletion: one session over the nodes that can take pods; each
 	// candidate in turn is drained into the nodes left, kept when every pod
@@ -137,10 +134,11 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 }
 
 // Bounds on one round's work, like Karpenter's consolidation timeouts:
-// a multi-node decision takes at most maxMultiNode nodes (Karpenter's
-// 100), deletion is tried on at most maxProbes candidates (and multi-node
-// merges among them), replacement on at most maxReplaceProbes. The rest
-// wait for the next round (10 s later).
+// deletion asks every eligible node (each question is a cheap session
+// drain); a multi-node merge takes at most maxMultiNode nodes (Karpenter's
+// 100) from the first maxProbes eligible ones, and replacement is tried on
+// at most maxReplaceProbes nodes. The rest wait for the next round (10 s
+// later).
 const (
 	maxMultiNode     = 100
 	maxProbes        = 10
@@ -191,9 +189,6 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 	}
 	return run[:found], best, true
 }
-
-
-
 
 // receivers are the nodes that can take pods: initialized and staying.
 // Capacity still starting is left out: pods moved onto it would wait, and

@@ -86,7 +86,7 @@ func Build(conf Config, deps Dependencies) *Components {
 	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
 	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
-	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, cluster, clk, deps.Recorder, m).Controllers()...)
+	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, provider, cluster, clk, deps.Recorder, m).Controllers()...)
 	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
 		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
 	})

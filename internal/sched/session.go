@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/sched/resources"
 )
@@ -34,7 +35,9 @@ type Session struct {
 	candidate map[string]bool
 	pristine  map[*podState]podState
 	movable   func(*corev1.Pod) bool
-	journal   []func()
+	// eligible caches each unrelaxed pod's reachable domains per group.
+	eligible map[any]map[*topoGroup][]string
+	journal  []func()
 	// freeCPU and freeMem add up the room of the nodes still present, for
 	// a quick no when the pods of a node cannot fit anywhere together.
 	freeCPU, freeMem int64
@@ -49,7 +52,7 @@ func NewSession(in Input, candidates []string, movable func(*corev1.Pod) bool) *
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
 	s.ix.RequestsOf = in.RequestsOf
 	s.memPerCPU = typicalMemPerCPU(nil)
-	x := &Session{s: s, byName: map[string]*nodeState{}, pods: map[*corev1.Pod]*podState{}, candidate: map[string]bool{}, pristine: map[*podState]podState{}, movable: movable}
+	x := &Session{s: s, byName: map[string]*nodeState{}, pods: map[*corev1.Pod]*podState{}, candidate: map[string]bool{}, eligible: map[any]map[*topoGroup][]string{}, pristine: map[*podState]podState{}, movable: movable}
 	for i := range in.Nodes {
 		ns := s.prepareNode(&in.Nodes[i])
 		s.nodes = append(s.nodes, ns)
@@ -170,6 +173,19 @@ func (x *Session) move(ps *podState) bool {
 	was := *ps
 	x.journal = append(x.journal, func() { *ps = was })
 	*ps = x.pristine[ps]
+	// The domains an unrelaxed pod can reach are the same every time it
+	// moves (a node that went still counts its domain, which can only make
+	// a spread stricter), and the same for every pod of one controller
+	// (one template: same node affinity and tolerations), so they are kept
+	// across moves and shared between replicas.
+	key := any(ps)
+	if ref := metav1.GetControllerOf(ps.pod); ref != nil && ref.UID != "" {
+		key = ref.UID
+	}
+	if x.eligible[key] == nil {
+		x.eligible[key] = map[*topoGroup][]string{}
+	}
+	ps.eligible = x.eligible[key]
 	if ps.invalid != nil {
 		return false
 	}
@@ -271,8 +287,8 @@ func (x *Session) explain(ps *podState) string {
 			taint++
 		case preqs.Matches(ns.node.Labels) != nil:
 			labels++
-		case !x.s.nodeAllows(ps, ns.node):
-			topo++
+		default:
+			topo++ // what is left is the pod's topology (not checked again: costly)
 		}
 	}
 	var parts []string

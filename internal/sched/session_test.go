@@ -101,18 +101,21 @@ func TestSessionSpreadBlocksAndRevertRestoresCounts(t *testing.T) {
 	nodes := []Node{
 		sessionNode("a", "z2", "4", pod("web-1", "1", "1Gi", withLabels("app", "web"), spread)),
 		sessionNode("b", "z1", "4", pod("web-2", "1", "1Gi", withLabels("app", "web"), spread)),
-		sessionNode("c", "z2", "3", pod("filler", "3", "1Gi")),
+		sessionNode("c", "z2", "3500m", pod("filler", "3500m", "1Gi")),
+		sessionNode("d", "z1", "4"),
+		sessionNode("e", "z1", "1", pod("web-3", "1", "1Gi", withLabels("app", "web"), spread)),
 	}
 	x := NewSession(Input{Nodes: nodes}, []string{"a", "b", "c"}, everyPod)
 	if u := x.Drain("elsewhere"); u == nil || u.Pod != nil {
 		t.Fatalf("Drain of a node the session does not know = %s, want a failure naming no pod", reasonOf(u))
 	}
-	// a's web pod can only go to b (c is full): z1 would hold 2 against 0
-	// in z2, where c still stands.
+	// a's web pod has room only in z1 (b, d), which would then hold 3 web
+	// pods against none in z2.
 	if u := x.Drain("a"); u == nil || !strings.Contains(u.Reason, "topology spread") {
 		t.Fatalf("Drain(a) = %s, want the spread to hold it", reasonOf(u))
 	}
-	// The failed try must leave the counts as they were: b's pod fits a.
+	// The failed try must leave the counts as they were: b's pod may move
+	// to d (z1 1+1, z2 1) only if a's pod counts in z2 again.
 	if u := x.Drain("b"); u != nil {
 		t.Fatalf("Drain(b) after the reverted try = %s, want ok", reasonOf(u))
 	}

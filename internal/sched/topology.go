@@ -299,7 +299,7 @@ func (s *solver) eligibleDomains(p *podState, g *topoGroup) []string {
 	strict := p.strictRequirements()
 	for _, ns := range s.nodes {
 		d, ok := nodeDomain(ns.node, g.key)
-		if !ok || ns.gone || (g.honorAffinity && strict.Matches(ns.node.Labels) != nil) {
+		if !ok || (g.honorAffinity && strict.Matches(ns.node.Labels) != nil) {
 			continue
 		}
 		if _, bad := untolerated(ns.taints, p.tolerations); bad && g.honorTaints {

@@ -52,9 +52,15 @@ type timer struct {
 	action func() error
 }
 
+// timers holds each reconcile at most once, like the delaying queue of
+// controller-runtime's workqueue: a requeue asked for while one is waiting
+// keeps the earlier time. Without that, every event on an object that asks
+// to be looked at again later would add a timer of its own.
 type timers struct {
 	items []timer
 	seq   int
+	// waiting is the due time of each reconcile held.
+	waiting map[work]time.Time
 }
 
 func (t *timers) Len() int { return len(t.items) }
@@ -73,6 +79,17 @@ func (t *timers) Pop() any {
 }
 
 func (t *timers) add(at time.Time, w *work, action func() error) {
+	if w != nil {
+		if t.waiting == nil {
+			t.waiting = map[work]time.Time{}
+		}
+		if was, ok := t.waiting[*w]; ok && !at.Before(was) {
+			return
+		}
+		// An earlier time replaces the later one: the later entry stays in
+		// the heap and is dropped when it comes due (see due).
+		t.waiting[*w] = at
+	}
 	t.seq++
 	heap.Push(t, timer{at: at, seq: t.seq, work: w, action: action})
 }
@@ -89,7 +106,14 @@ func (t *timers) next() (time.Time, bool) {
 func (t *timers) due(now time.Time) []timer {
 	var out []timer
 	for len(t.items) > 0 && !t.items[0].at.After(now) {
-		out = append(out, heap.Pop(t).(timer))
+		next := heap.Pop(t).(timer)
+		if next.work != nil {
+			if at, ok := t.waiting[*next.work]; !ok || !at.Equal(next.at) {
+				continue // replaced by an earlier time, already delivered
+			}
+			delete(t.waiting, *next.work)
+		}
+		out = append(out, next)
 	}
 	return out
 }

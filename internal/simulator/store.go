@@ -241,9 +241,16 @@ func (s *store) List(_ context.Context, list client.ObjectList, opts ...client.L
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
+	// As controller-runtime's cache: UnsafeDisableDeepCopy hands out the
+	// stored objects themselves, for readers that promise not to modify.
+	share := o.UnsafeDisableDeepCopy != nil && *o.UnsafeDisableDeepCopy
 	items := make([]runtime.Object, len(keys))
 	for i, k := range keys {
-		items[i] = objs[k].DeepCopyObject()
+		if share {
+			items[i] = objs[k]
+		} else {
+			items[i] = objs[k].DeepCopyObject()
+		}
 	}
 	return meta.SetList(list, items)
 }

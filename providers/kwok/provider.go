@@ -326,7 +326,8 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*karpv1.NodeClai
 // List returns every kwok Node as a NodeClaim.
 func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
 	nodes := &corev1.NodeList{}
-	if err := p.kube.List(ctx, nodes); err != nil {
+	// Read only: fromNode copies what it keeps.
+	if err := p.kube.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
 	var out []*karpv1.NodeClaim

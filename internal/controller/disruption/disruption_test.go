@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ func boundPod(name string) *corev1.Pod {
 func TestClaimsRecordPodEventsAndConsolidatable(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, boundPod("a"))
-	c := NewClaims(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	c := NewClaims(e.kube, nil, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
 	e.clock.Step(30 * time.Second)
 	res, err := c.Reconcile(ctx, req)
@@ -119,7 +120,7 @@ func TestClaimsRecordPodEventsAndConsolidatable(t *testing.T) {
 func TestClaimsExpire(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	c := NewClaims(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	c := NewClaims(e.kube, nil, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
 	e.clock.Step(719 * time.Hour)
 	res, err := c.Reconcile(ctx, req)
@@ -190,5 +191,108 @@ func TestLoopValidatesBeforeActing(t *testing.T) {
 				t.Errorf("node taints %v: want karpenter.sh/disrupted:NoSchedule", node.Spec.Taints)
 			}
 		})
+	}
+}
+
+// A launched NodeClaim whose NodePool template changed is Drifted with
+// the reason; once the pool matches again the condition goes.
+func TestClaimsMarkDrift(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, boundPod("a"))
+	nc := e.claim(t)
+	nc.Annotations = map[string]string{karpv1.AnnotationNodePoolHash: "1", karpv1.AnnotationNodePoolHashVersion: "v3"}
+	if err := e.kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc = e.claim(t)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeLaunched, Status: metav1.ConditionTrue, Reason: "Launched"})
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	setPoolHash := func(hash string) {
+		np := &karpv1.NodePool{}
+		if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+			t.Fatal(err)
+		}
+		np.Annotations = map[string]string{karpv1.AnnotationNodePoolHash: hash, karpv1.AnnotationNodePoolHashVersion: "v3"}
+		if err := e.kube.Update(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := NewClaims(e.kube, nil, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
+	setPoolHash("2")
+	res, err := c.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(e.claim(t).Status.Conditions, karpv1.ConditionTypeDrifted)
+	if cond == nil || cond.Status != metav1.ConditionTrue || cond.Reason != "NodePoolDrifted" {
+		t.Fatalf("Drifted %+v, want True NodePoolDrifted", cond)
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > DriftRecheck {
+		t.Errorf("requeue %s: drift is looked at again within %s", res.RequeueAfter, DriftRecheck)
+	}
+	setPoolHash("1")
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(e.claim(t).Status.Conditions, karpv1.ConditionTypeDrifted); cond != nil {
+		t.Errorf("Drifted %+v after the pool matches again, want no condition", cond)
+	}
+}
+
+// A drifted empty node goes at once: drift is not held for validation.
+func TestLoopActsOnDriftWithoutValidation(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	np := &karpv1.NodePool{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("Never")
+	e.cluster.UpdateNodePool(np)
+	nc := e.claim(t)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster.UpdateNodeClaim(e.claim(t))
+	recorder := record.NewFakeRecorder(10)
+	l := NewLoop(e.kube, e.cluster, e.clock, recorder, nil, logr.Discard(), nil, Options{})
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := e.claim(t)
+	if got.DeletionTimestamp == nil {
+		t.Fatal("the drifted node was not disrupted in the first pass")
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c == nil || c.Reason != string(karpv1.DisruptionReasonDrifted) {
+		t.Errorf("DisruptionReason %+v, want Drifted", c)
+	}
+}
+
+// A node consolidation cannot take says why, once, as an event.
+func TestLoopExplainsWhyANodeStays(t *testing.T) {
+	ctx := context.Background()
+	pinned := boundPod("pinned")
+	pinned.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	e := newEnv(t, pinned)
+	recorder := record.NewFakeRecorder(10)
+	l := NewLoop(e.kube, e.cluster, e.clock, recorder, nil, logr.Discard(), nil, Options{})
+	for range 2 {
+		e.clock.Step(2 * time.Minute)
+		e.cluster.UpdatePod(pinned) // the model changes: the round is not skipped
+		if _, err := l.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var events []string
+	for len(recorder.Events) > 0 {
+		events = append(events, <-recorder.Events)
+	}
+	// One on the NodeClaim and one on the node, not repeated next round.
+	if len(events) != 2 || !strings.Contains(events[0], "DisruptionBlocked") || !strings.Contains(events[0], "pod default/pinned has karpenter.sh/do-not-disrupt") {
+		t.Errorf("events %q, want DisruptionBlocked naming the pod, once per object", events)
 	}
 }

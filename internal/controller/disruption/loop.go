@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,11 @@ type Loop struct {
 	pending *pending
 	// launching is a decision waiting for its replacements to initialize.
 	launching *launching
+	// told is the last reason published for each NodeClaim that stays, so
+	// an event goes out when it changes, not every round.
+	told map[string]string
+	// requests memoizes pods' requests across rounds.
+	requests *disruption.RequestMemo
 	// quiet: a round found nothing to do at this version of the cluster
 	// model; rounds are skipped until it changes or until passes.
 	quiet struct {
@@ -110,7 +116,7 @@ func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, record
 	if opts.Policy == nil {
 		opts.Policy = &disruption.DefaultPolicy
 	}
-	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts}
+	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts, told: map[string]string{}, requests: disruption.NewRequestMemo()}
 }
 
 // Runnable runs passes until ctx ends (on the leader only).
@@ -146,7 +152,7 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return l.opts.Interval, err
 	}
-	if p := l.pending; p != nil {
+	if p := l.pending; p != nil && decision.Command.Reason == p.reason {
 		l.pending = nil
 		var still []disruption.Candidate
 		for _, c := range decision.Command.Candidates {
@@ -163,8 +169,16 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 		}
 		return launchPoll, l.launch(ctx, decision.Command, now)
 	}
+	l.pending = nil
 	if len(decision.Command.Candidates) == 0 {
 		return l.opts.Interval, nil
+	}
+	if decision.Command.Reason == karpv1.DisruptionReasonDrifted {
+		// Drift acts at once (Karpenter validates only consolidation).
+		if len(decision.Command.Replacements) > 0 {
+			return launchPoll, l.launch(ctx, decision.Command, now)
+		}
+		return l.opts.Interval, l.execute(ctx, decision.Command.Reason, decision.Command.Candidates)
 	}
 	p := &pending{reason: decision.Command.Reason, replacements: len(decision.Command.Replacements), at: now.Add(l.opts.Validation)}
 	for _, c := range decision.Command.Candidates {
@@ -182,7 +196,10 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	if version == l.quiet.version && now.Before(l.quiet.until) {
 		return disruption.Decision{}, nil
 	}
-	cands, settled := l.candidates()
+	cands, settled, err := l.candidates(ctx)
+	if err != nil {
+		return disruption.Decision{}, err
+	}
 	d, err := disruption.Emptiness(cands, now)
 	if err != nil || len(d.Command.Candidates) > 0 {
 		return d, err
@@ -199,13 +216,27 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 			return disruption.Decision{}, err
 		}
 	}
+	l.requests.Sweep()
 	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,
-		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses, DaemonSetPods: snap.DaemonSetPods}
+		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses, DaemonSetPods: snap.DaemonSetPods,
+		RequestsOf: l.requests.Of}
+	if d, err = disruption.Drift(cands, snap.Nodes, pools, base, now); err != nil || len(d.Command.Candidates) > 0 {
+		l.explain(cands, d.Stays)
+		return d, err
+	}
+	stays := d.Stays
 	d, err = disruption.Underutilized(cands, snap.Nodes, pools, base, *l.opts.Policy, now)
-	if err == nil && len(d.Command.Candidates) == 0 {
+	if err != nil {
+		return d, err
+	}
+	for name, why := range stays {
+		d.Stays[name] = why // a drifted node's reason comes first
+	}
+	l.explain(cands, d.Stays)
+	if len(d.Command.Candidates) == 0 {
 		l.quiet.version, l.quiet.until = version, now.Add(quietRecheck)
 	}
-	return d, err
+	return d, nil
 }
 
 // launch taints the candidates (nothing new lands on them) and creates the
@@ -308,8 +339,17 @@ func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error
 // candidates are every NodeClaim of a NodePool, with its node and pods;
 // settled says no pod is being provisioned for and no NodeClaim is
 // starting.
-func (l *Loop) candidates() ([]disruption.Candidate, bool) {
+func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, error) {
 	inv := l.cluster.Inventory()
+	var list policyv1.PodDisruptionBudgetList
+	if err := l.kube.List(ctx, &list); err != nil {
+		return nil, false, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	}
+	budgets := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		budgets[i] = &list.Items[i]
+	}
+	pdbs := disruption.NewPDBs(budgets, inv.Pods)
 	targets := l.cluster.NominationTargets()
 	// Pods being provisioned for (a live nomination) mean the cluster is
 	// still moving; a pod no NodePool can take does not hold consolidation
@@ -327,7 +367,7 @@ func (l *Loop) candidates() ([]disruption.Candidate, bool) {
 		if np == nil {
 			return
 		}
-		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: targets[nc.Name]}
+		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: targets[nc.Name], PDBs: pdbs}
 		if node != nil {
 			c.Nominated = c.Nominated || nominatedNode[node.Name] || targets[node.Name]
 		}
@@ -343,7 +383,7 @@ func (l *Loop) candidates() ([]disruption.Candidate, bool) {
 		add(nc, nil, nil)
 		settled = settled && nc.DeletionTimestamp != nil
 	}
-	return out, settled
+	return out, settled, nil
 }
 
 // execute taints the candidates' nodes, marks their NodeClaims with the
@@ -394,4 +434,33 @@ func metricReason(r karpv1.DisruptionReason) string {
 		return "underutilized"
 	}
 	return string(r)
+}
+
+// explain publishes why nodes stay, once per change of reason: a
+// DisruptionBlocked event when the node or its pods block any voluntary
+// disruption, Unconsolidatable otherwise; on the NodeClaim and its node.
+func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
+	seen := make(map[string]bool, len(cands))
+	for _, c := range cands {
+		name := c.Name()
+		seen[name] = true
+		why, ok := stays[name]
+		if !ok || l.told[name] == why {
+			continue
+		}
+		l.told[name] = why
+		reason := ReasonUnconsolidatable
+		if disruption.Blocked(c) != "" {
+			reason = ReasonDisruptionBlocked
+		}
+		l.recorder.Event(c.NodeClaim, corev1.EventTypeNormal, reason, why)
+		if c.Node != nil {
+			l.recorder.Event(c.Node, corev1.EventTypeNormal, reason, why)
+		}
+	}
+	for name := range l.told {
+		if !seen[name] {
+			delete(l.told, name)
+		}
+	}
 }

@@ -23,12 +23,16 @@ import (
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
 
 // Event reasons, as Karpenter's.
 const (
 	ReasonDisruptionTerminating = "DisruptionTerminating"
 	ReasonExpired               = "Expired"
+	ReasonDisruptionBlocked     = "DisruptionBlocked"
+	ReasonUnconsolidatable      = "Unconsolidatable"
 )
 
 // Metric reasons for karpenter_nodeclaims_disrupted_total.
@@ -37,10 +41,16 @@ const (
 	MetricReasonExpired = "expired"
 )
 
+// DriftRecheck is how often a NodeClaim is checked for drift that no
+// watched object announces (provider drift, instance types withdrawn), as
+// Karpenter's 5 minutes.
+const DriftRecheck = 5 * time.Minute
+
 // Claims is the per-NodeClaim reconciler: pod events, Consolidatable,
-// expiration.
+// Drifted, expiration.
 type Claims struct {
 	kube     client.Client
+	provider cloudprovider.CloudProvider
 	cluster  *state.Cluster
 	clock    clock.Clock
 	recorder record.EventRecorder
@@ -51,8 +61,8 @@ type Claims struct {
 }
 
 // NewClaims wires the reconciler.
-func NewClaims(kube client.Client, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics) *Claims {
-	return &Claims{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, pods: map[string]string{}}
+func NewClaims(kube client.Client, provider cloudprovider.CloudProvider, cluster *state.Cluster, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics) *Claims {
+	return &Claims{kube: kube, provider: provider, cluster: cluster, clock: clk, recorder: recorder, metrics: m, pods: map[string]string{}}
 }
 
 // Controllers declares the reconciler: woken by NodeClaims, by the pods on
@@ -117,6 +127,12 @@ func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		ok, message, left := disruption.Consolidatable(nc, np, now)
 		setCondition(nc, karpv1.ConditionTypeConsolidatable, ok, "NotConsolidatable", message)
 		wait = left
+		if err := c.drift(ctx, nc, np); err != nil {
+			return reconcile.Result{}, err
+		}
+		if wait == 0 || wait > DriftRecheck {
+			wait = DriftRecheck
+		}
 	}
 	if !equality.Semantic.DeepEqual(before.Status, nc.Status) {
 		if err := c.kube.Status().Update(ctx, nc); err != nil {
@@ -129,6 +145,40 @@ func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	return reconcile.Result{RequeueAfter: wait}, nil
 }
 
+// drift keeps the Drifted condition: true with the reason while the
+// launched NodeClaim no longer matches its NodePool or NodeClass, removed
+// otherwise.
+func (c *Claims) drift(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.NodePool) error {
+	if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeDrifted)
+		return nil
+	}
+	var types []*catalog.InstanceType
+	if c.provider != nil {
+		var err error
+		if types, err = c.provider.GetInstanceTypes(ctx, np); err != nil {
+			types = nil // unknown now: not a reason to call the node drifted
+		}
+	}
+	reason, message := disruption.Drifted(nc, np, types)
+	if reason == "" && c.provider != nil {
+		r, err := c.provider.IsDrifted(ctx, nc)
+		if err != nil {
+			return fmt.Errorf("checking nodeclaim %s for drift: %w", nc.Name, err)
+		}
+		if r != "" {
+			reason, message = string(r), fmt.Sprintf("the instance no longer matches its NodeClass: %s", r)
+		}
+	}
+	if reason == "" {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeDrifted)
+		return nil
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
+		Reason: reason, Message: message, ObservedGeneration: nc.Generation})
+	return nil
+}
+
 // podEvent reports whether the set of pods on the NodeClaim's node changed
 // since the last look (a pod bound, or gone).
 func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
@@ -136,7 +186,8 @@ func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (bool, erro
 		return false, nil
 	}
 	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: nc.Status.NodeName}); err != nil {
+	// Read only: the cache's objects are not copied.
+	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: nc.Status.NodeName}, client.UnsafeDisableDeepCopy); err != nil {
 		return false, fmt.Errorf("listing the pods of node %s: %w", nc.Status.NodeName, err)
 	}
 	var keys []string

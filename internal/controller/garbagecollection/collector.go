@@ -41,12 +41,13 @@ func (c *Collector) Collect(ctx context.Context) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("garbage collection: listing instances: %w", err)
 	}
+	// Read only (the cache's objects are not copied); deletes get copies.
 	claimList := &karpv1.NodeClaimList{}
-	if err := c.kube.List(ctx, claimList); err != nil {
+	if err := c.kube.List(ctx, claimList, client.UnsafeDisableDeepCopy); err != nil {
 		return Decision{}, fmt.Errorf("garbage collection: listing nodeclaims: %w", err)
 	}
 	nodeList := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodeList); err != nil {
+	if err := c.kube.List(ctx, nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		return Decision{}, fmt.Errorf("garbage collection: listing nodes: %w", err)
 	}
 	var claims []*karpv1.NodeClaim
@@ -70,7 +71,7 @@ func (c *Collector) Collect(ctx context.Context) (Decision, error) {
 	}
 	for _, nc := range d.NodeClaims {
 		c.log.Info("deleting a nodeclaim whose instance is gone", "nodeclaim", nc.Name, "providerID", nc.Status.ProviderID)
-		if err := c.kube.Delete(ctx, nc); err != nil {
+		if err := c.kube.Delete(ctx, nc.DeepCopy()); err != nil {
 			if client.IgnoreNotFound(err) != nil {
 				errs = append(errs, fmt.Errorf("garbage collecting nodeclaim %s: %w", nc.Name, err))
 			}
@@ -88,7 +89,7 @@ func (c *Collector) terminate(ctx context.Context, in *karpv1.NodeClaim, nodes [
 	}
 	for _, n := range nodes {
 		if n.Spec.ProviderID == in.Status.ProviderID && n.DeletionTimestamp == nil {
-			if err := c.kube.Delete(ctx, n); client.IgnoreNotFound(err) != nil {
+			if err := c.kube.Delete(ctx, n.DeepCopy()); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("garbage collecting node %s of instance %s: %w", n.Name, in.Status.ProviderID, err)
 			}
 		}

@@ -93,7 +93,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		meta.SetStatusCondition(&np.Status.Conditions, cond)
 	}
 	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.MatchingLabels{karpv1.LabelNodePool: np.Name}); err != nil {
+	if err := c.kube.List(ctx, nodes, client.MatchingLabels{karpv1.LabelNodePool: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing the nodes of nodepool %s: %w", np.Name, err)
 	}
 	np.Status.Resources = Resources(nodes.Items)
