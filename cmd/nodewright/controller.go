@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,10 +27,10 @@ func envDefault(name, def string) string {
 
 func newControllerCommand() *cobra.Command {
 	var (
-		kubeconfig, cloudProvider, catalogFile, minValues, logLevel string
-		metricsAddr, healthAddr, leaderNamespace                    string
-		batchIdle, batchMax, registrationDelay                      time.Duration
-		leaderElect, kwokKubelet                                    bool
+		kubeconfig, cloudProvider, catalogFile, minValues, logLevel, featureGates string
+		metricsAddr, healthAddr, leaderNamespace                                  string
+		batchIdle, batchMax, registrationDelay                                    time.Duration
+		leaderElect, kwokKubelet                                                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -54,6 +55,10 @@ environment variable named in its help; the flag wins.`,
 			if err != nil {
 				return fmt.Errorf("--log-level %q: %w", logLevel, err)
 			}
+			gates, err := parseFeatureGates(featureGates)
+			if err != nil {
+				return fmt.Errorf("--feature-gates %q: %w", featureGates, err)
+			}
 			types, err := loadCatalog(catalogFile)
 			if err != nil {
 				return fmt.Errorf("--catalog %q: %w", catalogFile, err)
@@ -65,7 +70,7 @@ environment variable named in its help; the flag wins.`,
 			}
 			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
 				CloudProvider: cloudProvider, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
-				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy,
+				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy, SpotToSpotConsolidation: gates[gateSpotToSpot],
 				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
 				Logger: zap.New(zap.Level(level), zap.JSONEncoder()), Version: resolvedVersion(),
 			})
@@ -77,6 +82,7 @@ environment variable named in its help; the flag wins.`,
 	f.StringVar(&catalogFile, "catalog", envDefault("INSTANCE_TYPES_FILE_PATH", ""), "instance-type catalog for the kwok provider (env INSTANCE_TYPES_FILE_PATH; default: the embedded AWS-like catalog)")
 	f.DurationVar(&batchIdle, "batch-idle-duration", durationEnv("BATCH_IDLE_DURATION", time.Second), "a provisioning window closes after this long without new pending pods (env BATCH_IDLE_DURATION)")
 	f.DurationVar(&batchMax, "batch-max-duration", durationEnv("BATCH_MAX_DURATION", 10*time.Second), "a provisioning window closes after this long at most (env BATCH_MAX_DURATION)")
+	f.StringVar(&featureGates, "feature-gates", envDefault("FEATURE_GATES", ""), "comma-separated NAME=true|false (env FEATURE_GATES): SpotToSpotConsolidation (default false)")
 	f.StringVar(&minValues, "min-values-policy", envDefault("MIN_VALUES_POLICY", string(sched.MinValuesStrict)), "Strict or BestEffort (env MIN_VALUES_POLICY)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", envDefault("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address, 0 to disable (env METRICS_BIND_ADDRESS)")
 	f.StringVar(&healthAddr, "health-probe-bind-address", envDefault("HEALTH_PROBE_BIND_ADDRESS", ":8081"), "/healthz and /readyz address, 0 to disable (env HEALTH_PROBE_BIND_ADDRESS)")
@@ -114,4 +120,31 @@ func boolEnv(name string, def bool) bool {
 		os.Exit(1)
 	}
 	return b
+}
+
+// Feature gates Nodewright knows, as Karpenter names them.
+const gateSpotToSpot = "SpotToSpotConsolidation"
+
+// parseFeatureGates reads "A=true,B=false" into a map; an unknown gate or a
+// value other than true/false is an error.
+func parseFeatureGates(s string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	if strings.TrimSpace(s) == "" {
+		return gates, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: want NAME=true or NAME=false", part)
+		}
+		if name != gateSpotToSpot {
+			return nil, fmt.Errorf("unknown feature gate %q (known: %s)", name, gateSpotToSpot)
+		}
+		on, err := strconv.ParseBool(value)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want true or false", name, value)
+		}
+		gates[name] = on
+	}
+	return gates, nil
 }

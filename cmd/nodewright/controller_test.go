@@ -19,6 +19,8 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"--batch-idle-duration", "soon"}, `invalid argument "soon" for "--batch-idle-duration"`},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--catalog", missing}, "--catalog"},
+		{[]string{"--feature-gates", "Teleport=true"}, `unknown feature gate "Teleport"`},
+		{[]string{"--feature-gates", "SpotToSpotConsolidation=maybe"}, `SpotToSpotConsolidation="maybe": want true or false`},
 		{[]string{"--kubeconfig", missing}, "--kubeconfig"},
 	}
 	for _, tc := range cases {
@@ -28,5 +30,14 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestParseFeatureGates(t *testing.T) {
+	for in, want := range map[string]bool{"": false, "SpotToSpotConsolidation=true": true, " SpotToSpotConsolidation=false ": false} {
+		gates, err := parseFeatureGates(in)
+		if err != nil || gates[gateSpotToSpot] != want {
+			t.Errorf("parseFeatureGates(%q) = %v, %v: want SpotToSpotConsolidation %v", in, gates, err, want)
+		}
 	}
 }

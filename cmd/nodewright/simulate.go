@@ -55,42 +55,19 @@ capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 			if cmd.Flags().Changed("duration") && duration <= 0 {
 				return fmt.Errorf("--duration %s: want a positive duration", duration)
 			}
-			var in *simulator.Input
-			var err error
-			if len(files) == 0 {
-				in, err = simulator.LoadFS(examples.FS, examples.Quickstart)
-			} else {
-				in, err = simulator.Load(files...)
-			}
-			if err != nil {
-				return err
-			}
-			types, err := loadCatalog(catalogFile)
-			if err != nil {
-				return err
-			}
-			opts := simulator.Options{InstanceTypes: types, Seed: seed, MinValuesPolicy: policy}
-			if d := in.Scenario.Spec.Duration; d != nil {
-				opts.Duration = time.Duration(*d)
-			}
-			if b := in.Scenario.Spec.BootDelay; b != nil {
-				opts.BootDelay = time.Duration(*b)
-			}
-			if cmd.Flags().Changed("duration") {
-				opts.Duration = duration
-			}
-			if !quiet {
-				opts.Progress = progressPrinter(cmd.ErrOrStderr())
-			}
-			engine, err := simulator.New(opts)
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			if err := engine.Load(ctx, in); err != nil {
+			run := simulation{files: files, catalogFile: catalogFile, seed: seed, policy: policy}
+			if cmd.Flags().Changed("duration") {
+				run.duration = duration
+			}
+			if !quiet {
+				run.progress = progressPrinter(cmd.ErrOrStderr())
+			}
+			engine, err := run.engine(ctx)
+			if err != nil {
 				return err
 			}
 			defer debug.SetGCPercent(debug.SetGCPercent(simulator.SimulateGCPercent))
@@ -125,6 +102,52 @@ capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 	cmd.Flags().StringVar(&reportFile, "report", "", "also write a self-contained HTML report with charts to this file")
 	cmd.Flags().StringVar(&minValues, "min-values-policy", string(sched.MinValuesStrict), "Strict or BestEffort, as for the controller")
 	return cmd
+}
+
+// simulation is what a simulated run starts from.
+type simulation struct {
+	files       []string // none: the embedded quickstart
+	catalogFile string
+	seed        int64
+	policy      sched.MinValuesPolicy
+	duration    time.Duration // 0: the scenario's
+	progress    func(simulator.Progress)
+}
+
+// engine loads the inputs into an engine ready to run.
+func (s simulation) engine(ctx context.Context) (*simulator.Engine, error) {
+	var in *simulator.Input
+	var err error
+	if len(s.files) == 0 {
+		in, err = simulator.LoadFS(examples.FS, examples.Quickstart)
+	} else {
+		in, err = simulator.Load(s.files...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	types, err := loadCatalog(s.catalogFile)
+	if err != nil {
+		return nil, err
+	}
+	opts := simulator.Options{InstanceTypes: types, Seed: s.seed, MinValuesPolicy: s.policy, Progress: s.progress}
+	if d := in.Scenario.Spec.Duration; d != nil {
+		opts.Duration = time.Duration(*d)
+	}
+	if b := in.Scenario.Spec.BootDelay; b != nil {
+		opts.BootDelay = time.Duration(*b)
+	}
+	if s.duration > 0 {
+		opts.Duration = s.duration
+	}
+	engine, err := simulator.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := engine.Load(ctx, in); err != nil {
+		return nil, err
+	}
+	return engine, nil
 }
 
 func writeHTMLReport(path string, report *simulator.Report) error {

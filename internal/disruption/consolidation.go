@@ -57,9 +57,10 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		}
 		eligible = append(eligible, c)
 	}
+	d.Eligible = len(eligible)
 	moves := make(map[string]int, len(eligible))
 	for _, c := range eligible {
-		moves[c.Name()] = len(reschedulable(c.Pods))
+		moves[c.Name()] = len(Reschedulable(c.Pods))
 	}
 	slices.SortStableFunc(eligible, func(a, b Candidate) int {
 		return cmp.Or(cmp.Compare(moves[a.Name()], moves[b.Name()]),
@@ -153,7 +154,7 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 	var run []Candidate
 	budget := maps.Clone(left)
 	for _, c := range eligible {
-		if len(run) == maxMultiNode || c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+		if len(run) == maxMultiNode || !policy.SpotToSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
 			continue
 		}
 		if budget[c.NodePool.Name] > 0 {
@@ -217,9 +218,9 @@ func others(cluster []sched.Node, removed map[string]bool, c Candidate) []sched.
 	return out
 }
 
-// reschedulable are the pods that would need a place elsewhere: not
+// Reschedulable are the pods that would need a place elsewhere: not
 // DaemonSet or mirror pods.
-func reschedulable(pods []*corev1.Pod) []*corev1.Pod {
+func Reschedulable(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range pods {
 		if !ownedByNodeOrDaemonSet(p) {

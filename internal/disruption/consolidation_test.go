@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -195,5 +196,79 @@ func TestUnderutilizedMergesNodes(t *testing.T) {
 	}
 	if !pinned {
 		t.Errorf("requirements %+v: a replacement that may be spot is made spot", r.Requirements)
+	}
+}
+
+// spotCatalog: n 4-CPU types, type i at $0.01×(i+1) − $0.002 per hour on spot
+// (no price lands exactly on a savings threshold).
+func spotCatalog(t *testing.T, n int) []*catalog.InstanceType {
+	t.Helper()
+	var entries []string
+	for i := range n {
+		entries = append(entries, fmt.Sprintf(`{"name": "t-%02d", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+		  "offerings": [{"capacityType": "spot", "zone": "zone-a", "price": %g}, {"capacityType": "on-demand", "zone": "zone-a", "price": %g}]}`, i, 0.01*float64(i+1)-0.002, 0.05*float64(i+1)))
+	}
+	types, err := catalog.Parse("test", []byte("["+strings.Join(entries, ",")+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]*catalog.InstanceType, len(types))
+	for i := range types {
+		out[i] = &types[i]
+	}
+	return out
+}
+
+// Spot-to-spot consolidation is off unless enabled; enabled, a single spot
+// node is replaced only when at least 15 cheaper types fit, and the
+// replacement launches from the 15 cheapest, on spot.
+func TestSpotToSpotConsolidation(t *testing.T) {
+	np := underutilizedPool("100%")
+	spotNode := func(instanceType string) Candidate {
+		c := candidate("n", np, time.Hour, cpuPod("n-1", "1"))
+		c.NodeClaim.Labels = map[string]string{karpv1.LabelNodePool: np.Name, corev1.LabelInstanceTypeStable: instanceType,
+			corev1.LabelTopologyZone: "zone-a", karpv1.LabelCapacityType: karpv1.CapacityTypeSpot}
+		return c
+	}
+	cases := []struct {
+		name      string
+		types     int
+		candidate string
+		enabled   bool
+		stays     string
+	}{
+		{"disabled", 20, "t-19", false, "spot-to-spot consolidation is disabled"},
+		{"enabled, 18 cheaper types", 20, "t-19", true, ""},
+		{"enabled, only 9 cheaper types", 10, "t-09", true, "needs 15 cheaper instance types that fit, got 9"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := spotNode(tc.candidate)
+			pools := []sched.NodePool{{NodePool: np, InstanceTypes: spotCatalog(t, tc.types)}}
+			policy := DefaultPolicy
+			policy.SpotToSpot = tc.enabled
+			d, err := Underutilized([]Candidate{c}, []sched.Node{schedNode(c)}, pools, sched.Input{}, policy, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.stays != "" {
+				if len(d.Command.Replacements) != 0 || !strings.Contains(d.Stays["n"], tc.stays) {
+					t.Errorf("command %+v, stays %q: want none because %q", d.Command, d.Stays["n"], tc.stays)
+				}
+				return
+			}
+			if len(d.Command.Replacements) != 1 {
+				t.Fatalf("command %+v, stays %v: want a spot replacement", d.Command, d.Stays)
+			}
+			r := d.Command.Replacements[0]
+			if r.CapacityType != karpv1.CapacityTypeSpot || len(r.InstanceTypeOptions) != MinSpotToSpotOptions || r.InstanceTypeOptions[0] != "t-00" || slices.Contains(r.InstanceTypeOptions, "t-15") {
+				t.Errorf("replacement %s %s, options %v: want spot, the 15 cheapest (t-00..t-14)", r.InstanceType, r.CapacityType, r.InstanceTypeOptions)
+			}
+			for _, req := range r.Requirements {
+				if req.Key == corev1.LabelInstanceTypeStable && len(req.Values) != MinSpotToSpotOptions {
+					t.Errorf("instance-type requirement %v: want the 15 options", req.Values)
+				}
+			}
+		})
 	}
 }

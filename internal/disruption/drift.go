@@ -131,6 +131,7 @@ func Drift(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base
 		}
 		drifted = append(drifted, c)
 	}
+	d.Eligible = len(drifted)
 	if len(drifted) == 0 {
 		return d, nil
 	}
@@ -174,7 +175,7 @@ func Drift(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base
 			continue
 		}
 		in := base
-		in.Pods, in.Nodes, in.NodePools = reschedulable(c.Pods), others(cluster, nil, c), pools
+		in.Pods, in.Nodes, in.NodePools = Reschedulable(c.Pods), others(cluster, nil, c), pools
 		plan := sched.Solve(in)
 		if len(plan.Unschedulable) > 0 {
 			u := plan.Unschedulable[0]

@@ -23,6 +23,9 @@ type Command struct {
 type Decision struct {
 	Command Command
 	Stays   map[string]string
+	// Eligible counts the nodes the method could have taken, budgets
+	// aside.
+	Eligible int
 }
 
 // Emptiness takes the empty, consolidatable candidates of pools whose
@@ -64,6 +67,7 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 			}
 			empty = append(empty, c)
 		}
+		d.Eligible += len(empty)
 		if len(empty) == 0 {
 			continue
 		}

@@ -21,7 +21,17 @@ type Policy struct {
 	// MinAge: nodes younger than this are not consolidated (emptiness
 	// excepted), so a node is not replaced while its workload settles.
 	MinAge time.Duration
+	// SpotToSpot allows replacing spot nodes by cheaper spot nodes
+	// (Karpenter's SpotToSpotConsolidation feature gate, off by default):
+	// a single node only when at least MinSpotToSpotOptions cheaper types
+	// fit, launched from the cheapest of them.
+	SpotToSpot bool
 }
+
+// MinSpotToSpotOptions is how many cheaper instance types a single spot
+// node's replacement must have to choose from (Karpenter's 15), so spot
+// consolidation does not chase the one cheapest, most interrupted pool.
+const MinSpotToSpotOptions = 15
 
 // DefaultPolicy: replace only for at least 10 % savings; no minimum age
 // beyond consolidateAfter.
@@ -38,11 +48,15 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 	own := map[string]bool{}
 	inPools := map[string]bool{}
 	var pods []*corev1.Pod
+	allSpot := true
+	for _, c := range cands {
+		allSpot = allSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot
+	}
+	if allSpot && !policy.SpotToSpot {
+		return sched.NodeClaim{}, "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)"
+	}
 	for _, c := range cands {
 		labels := c.NodeClaim.Labels
-		if labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
-			return sched.NodeClaim{}, "spot-to-spot consolidation is disabled"
-		}
 		var pool *sched.NodePool
 		for i := range pools {
 			if pools[i].Name == c.NodePool.Name {
@@ -52,14 +66,14 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 		if pool == nil {
 			return sched.NodeClaim{}, "its NodePool's instance types are unknown"
 		}
-		price, ok := priceOf(labels, pool.InstanceTypes)
+		price, ok := PriceOf(labels, pool.InstanceTypes)
 		if !ok {
 			return sched.NodeClaim{}, fmt.Sprintf("the price of %s is unknown", labels[corev1.LabelInstanceTypeStable])
 		}
 		total += price
 		own[labels[corev1.LabelInstanceTypeStable]] = true
 		inPools[c.NodePool.Name] = true
-		pods = append(pods, reschedulable(c.Pods)...)
+		pods = append(pods, Reschedulable(c.Pods)...)
 	}
 	limit := total * (1 - policy.MinSavings)
 	var cheaper []sched.NodePool
@@ -74,7 +88,7 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 			}
 			var offs []catalog.Offering
 			for _, o := range it.Offerings {
-				if o.Price < limit {
+				if o.Price < limit && (!allSpot || o.CapacityType == karpv1.CapacityTypeSpot) {
 					offs = append(offs, o)
 				}
 			}
@@ -99,11 +113,32 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 	if planned.CapacityType == karpv1.CapacityTypeSpot {
 		planned.Requirements = withCapacityType(planned.Requirements, karpv1.CapacityTypeSpot)
 	}
+	if allSpot && len(cands) == 1 {
+		if n := len(planned.InstanceTypeOptions); n < MinSpotToSpotOptions {
+			return sched.NodeClaim{}, fmt.Sprintf("spot-to-spot consolidation needs %d cheaper instance types that fit, got %d", MinSpotToSpotOptions, n)
+		}
+		planned = cheapestOptions(planned, MinSpotToSpotOptions)
+	}
 	return planned, ""
 }
 
-// priceOf is the price of the offering a node's labels name.
-func priceOf(labels map[string]string, types []*catalog.InstanceType) (float64, bool) {
+// cheapestOptions keeps a NodeClaim's n cheapest instance-type options
+// (they come cheapest first), in its requirement too.
+func cheapestOptions(nc sched.NodeClaim, n int) sched.NodeClaim {
+	nc.InstanceTypeOptions = slices.Clone(nc.InstanceTypeOptions[:n])
+	reqs := slices.Clone(nc.Requirements)
+	for i, r := range reqs {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			r.Values = slices.DeleteFunc(slices.Clone(r.Values), func(v string) bool { return !slices.Contains(nc.InstanceTypeOptions, v) })
+			reqs[i] = r
+		}
+	}
+	nc.Requirements = reqs
+	return nc
+}
+
+// PriceOf is the price of the offering a node's labels name.
+func PriceOf(labels map[string]string, types []*catalog.InstanceType) (float64, bool) {
 	for _, it := range types {
 		if it.Name != labels[corev1.LabelInstanceTypeStable] {
 			continue

@@ -46,6 +46,8 @@ type Metrics struct {
 	nodeTermination      *prometheus.SummaryVec
 	nodeLifetime         *prometheus.HistogramVec
 	podsDrained          *prometheus.CounterVec
+	// disruption: the disruption loop's decisions and budgets.
+	disruption disruption
 
 	mu       sync.Mutex
 	policies map[string]string // consolidation policy per NodePool, for disrupted_total
@@ -102,9 +104,10 @@ func New(reg prometheus.Registerer, version, commit string) (*Metrics, error) {
 			Help: "Build information: 1, labelled by version, Go version, architecture and commit."},
 			[]string{"version", "goversion", "goarch", "commit"}),
 	}
-	for _, c := range []prometheus.Collector{m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted,
+	m.disruption = newDisruption()
+	for _, c := range append(m.disruption.collectors(), m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted,
 		m.nodesCreated, m.nodesTerminated, m.nodesDrained, m.evictionRequests, m.schedulingDuration, m.buildInfo,
-		m.nodePoolLimit, m.nodePoolUsage, m.nodeClaimTermination, m.nodeTermination, m.nodeLifetime, m.podsDrained} {
+		m.nodePoolLimit, m.nodePoolUsage, m.nodeClaimTermination, m.nodeTermination, m.nodeLifetime, m.podsDrained) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -141,6 +141,11 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.NodePool(&karpv1.NodePool{})
 	m.EvictionRequested(200)
 	m.ObserveScheduling("provisioner", 1)
+	m.DisruptionDecided(DecisionDelete, "empty", ConsolidationTypeEmpty, []string{"a"})
+	m.DisruptionEvaluated("empty", ConsolidationTypeEmpty, time.Second, 1)
+	m.DisruptionValidationFailed(ConsolidationTypeSingle)
+	m.DisruptionQueueFailed(DecisionReplace, "drifted", "")
+	m.DisruptionBudget("a", "empty", 1, 0)
 }
 
 func TestRegisteringTwiceFails(t *testing.T) {
@@ -150,5 +155,54 @@ func TestRegisteringTwiceFails(t *testing.T) {
 	}
 	if _, err := New(reg, "v", ""); err == nil {
 		t.Error("a second registration in one registry succeeded")
+	}
+}
+
+// The disruption loop's series carry Karpenter's names and labels.
+func TestDisruptionSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, "v0.1.0", "abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.DisruptionDecided(DecisionReplace, "underutilized", ConsolidationTypeMulti, []string{"web", "web"})
+	m.DisruptionDecided(DecisionDelete, "empty", ConsolidationTypeEmpty, []string{"batch"})
+	m.DisruptionEvaluated("underutilized", ConsolidationTypeSingle, 20*time.Millisecond, 7)
+	m.DisruptionValidationFailed(ConsolidationTypeSingle)
+	m.DisruptionQueueFailed(DecisionReplace, "drifted", "")
+	m.DisruptionBudget("web", "drifted", 2, 1)
+	want := `
+# HELP karpenter_voluntary_disruption_decisions_total Number of disruption decisions carried out, by decision (delete or replace), reason and consolidation type.
+# TYPE karpenter_voluntary_disruption_decisions_total counter
+karpenter_voluntary_disruption_decisions_total{consolidation_type="empty",decision="delete",reason="empty"} 1
+karpenter_voluntary_disruption_decisions_total{consolidation_type="multi",decision="replace",reason="underutilized"} 1
+# HELP karpenter_voluntary_disruption_decisions_by_nodepool_total Number of disruption decisions carried out, by nodepool, decision, reason and consolidation type.
+# TYPE karpenter_voluntary_disruption_decisions_by_nodepool_total counter
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="empty",decision="delete",nodepool="batch",reason="empty"} 1
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="multi",decision="replace",nodepool="web",reason="underutilized"} 2
+# HELP karpenter_voluntary_disruption_eligible_nodes Number of nodes a disruption method could take at its last evaluation, by reason.
+# TYPE karpenter_voluntary_disruption_eligible_nodes gauge
+karpenter_voluntary_disruption_eligible_nodes{reason="underutilized"} 7
+# HELP karpenter_voluntary_disruption_failed_validations_total Number of consolidation decisions dropped at validation because the cluster changed, by consolidation type.
+# TYPE karpenter_voluntary_disruption_failed_validations_total counter
+karpenter_voluntary_disruption_failed_validations_total{consolidation_type="single"} 1
+# HELP karpenter_voluntary_disruption_queue_failures_total Number of decisions given up because a replacement failed or did not initialize in time, by decision, reason and consolidation type.
+# TYPE karpenter_voluntary_disruption_queue_failures_total counter
+karpenter_voluntary_disruption_queue_failures_total{consolidation_type="",decision="replace",reason="drifted"} 1
+# HELP karpenter_nodepools_allowed_disruptions Number of nodes of the nodepool its budgets let be disrupted now, by reason.
+# TYPE karpenter_nodepools_allowed_disruptions gauge
+karpenter_nodepools_allowed_disruptions{nodepool="web",reason="drifted"} 2
+# HELP karpenter_nodepools_nodes_consuming_budgets Number of the nodepool's nodes being disrupted, which count against its budgets.
+# TYPE karpenter_nodepools_nodes_consuming_budgets gauge
+karpenter_nodepools_nodes_consuming_budgets{nodepool="web"} 1
+`
+	names := []string{"karpenter_voluntary_disruption_decisions_total", "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+		"karpenter_voluntary_disruption_eligible_nodes", "karpenter_voluntary_disruption_failed_validations_total",
+		"karpenter_voluntary_disruption_queue_failures_total", "karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_nodes_consuming_budgets"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("evaluation duration series: %d, %v", n, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/controller/watch"
+	pdisruption "github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
@@ -90,7 +91,9 @@ func Build(conf Config, deps Dependencies) *Components {
 	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
 		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
 	})
-	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{})
+	policy := pdisruption.DefaultPolicy
+	policy.SpotToSpot = conf.SpotToSpotConsolidation
+	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy})
 	if conf.KWOKKubelet {
 		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat}).Controllers()...)
 	}

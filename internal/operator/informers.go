@@ -7,9 +7,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/state"
@@ -83,6 +86,39 @@ func feed(ctx context.Context, informers ctrlcache.Cache, cluster *state.Cluster
 			DeleteFunc: func(o any) { observe(o, true) },
 		}); err != nil {
 			return fmt.Errorf("handling %T events: %w", kind, err)
+		}
+	}
+	return nil
+}
+
+// Sync fills the cluster model from a reader, one list per observed kind:
+// a one-off view of a live cluster (for `nodewright explain`) instead of
+// the informers' stream.
+func Sync(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, cluster *state.Cluster) error {
+	for _, obj := range ObservedKinds() {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return err
+		}
+		gvk.Kind += "List"
+		fresh, err := scheme.New(gvk)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		list, ok := fresh.(client.ObjectList)
+		if !ok {
+			return fmt.Errorf("listing %s: not a list type", gvk.Kind)
+		}
+		if err := reader.List(ctx, list); err != nil {
+			return fmt.Errorf("listing %s: %w", gvk.Kind, err)
+		}
+		if err := meta.EachListItem(list, func(o runtime.Object) error {
+			if item, ok := o.(client.Object); ok {
+				Observe(cluster, func() {}, item, false)
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -54,6 +54,9 @@ type Config struct {
 	// BatchIdle and BatchMax shape provisioning windows.
 	BatchIdle, BatchMax time.Duration
 	MinValuesPolicy     sched.MinValuesPolicy
+	// SpotToSpotConsolidation lets consolidation replace spot nodes with
+	// cheaper spot nodes (Karpenter's feature gate of that name).
+	SpotToSpotConsolidation bool
 	// OrphanInstanceAge is how old an instance no NodeClaim owns must be
 	// before garbage collection terminates it (0 means 30 s).
 	OrphanInstanceAge time.Duration

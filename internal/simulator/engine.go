@@ -134,6 +134,13 @@ func New(opts Options) (*Engine, error) {
 // Client is the in-memory API, for scenario steps and tests.
 func (e *Engine) Client() client.Client { return e.store }
 
+// Explain says what disruption would do with a node at the simulated time
+// (after Run: at the end of the simulation), as `nodewright explain node`
+// does on a live cluster.
+func (e *Engine) Explain(ctx context.Context, node string) (cdisruption.Explanation, error) {
+	return e.components.Disruption.Explain(ctx, node)
+}
+
 // Now is the simulated time.
 func (e *Engine) Now() time.Time { return e.clock.Now() }
 

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 const poolYAML = `
@@ -271,5 +273,103 @@ func TestUnderusedOnDemandNodeIsReplacedByACheaperOne(t *testing.T) {
 	}
 	if rep.Summary.PodsPendingAtEnd != 0 || rep.Summary.Disruptions["underutilized"] != 1 {
 		t.Errorf("summary %+v", rep.Summary)
+	}
+}
+
+// mergeCluster: two Deployments arriving two minutes apart, each on a small
+// node of its own ($0.10/h), where one large node ($0.15/h) holds both.
+const mergeCluster = `apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: merge}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+    budgets: [{nodes: "100%"}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: a, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}}
+    spec:
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: 1200m}}}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: b, namespace: default}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: b}}
+  template:
+    metadata: {labels: {app: b}}
+    spec:
+      containers: [{name: app, image: nginx, resources: {requests: {cpu: 1200m}}}]
+`
+
+// Two underused nodes are merged onto one cheaper node: validated, the
+// replacement Ready before both go, every pod bound on it. A pending pod
+// that no NodePool can take does not hold consolidation back.
+func TestUnderusedNodesAreMergedOntoOneCheaperNode(t *testing.T) {
+	huge := "---\napiVersion: v1\nkind: Pod\nmetadata: {name: huge, namespace: default}\nspec:\n  containers: [{name: app, image: nginx, resources: {requests: {cpu: \"1000\"}}}]\n"
+	for _, tc := range []struct{ name, extra string }{{"alone", ""}, {"with a pod no NodePool can take pending", huge}} {
+		t.Run(tc.name, func(t *testing.T) { mergeOntoCheaperNode(t, mergeCluster+tc.extra, tc.extra != "") })
+	}
+}
+
+func mergeOntoCheaperNode(t *testing.T, cluster string, hugePending bool) {
+	types, err := catalog.Parse("test", []byte(`[
+	  {"name": "small", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.10}]},
+	  {"name": "large", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.15}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{
+		"s/cluster.yaml":  {Data: []byte(cluster)},
+		"s/scenario.yaml": {Data: []byte("apiVersion: simulate.nodewright.dev/v1alpha1\nkind: Scenario\nmetadata: {name: merge}\nspec:\n  manifests: [cluster.yaml]\n  steps:\n    - at: 2m\n      scale: {kind: Deployment, name: b, replicas: 1}\n")},
+	}
+	in, err := LoadFS(fsys, "s/scenario.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := mustSimulate(t, in, Options{Duration: 10 * time.Minute, Seed: 1, InstanceTypes: types})
+	launched, terminated := entries(rep, EntryLaunched), entries(rep, EntryTerminated)
+	if len(launched) != 3 || launched[0].InstanceType != "small" || launched[1].InstanceType != "small" || launched[2].InstanceType != "large" {
+		t.Fatalf("launched %+v: want two small nodes, then one large", launched)
+	}
+	if len(terminated) != 2 || rep.Summary.Disruptions["underutilized"] != 2 {
+		t.Fatalf("terminated %+v, disruptions %v: want both small nodes consolidated", terminated, rep.Summary.Disruptions)
+	}
+	var ready Duration
+	for _, e := range rep.Timeline {
+		if e.Kind == EntryReady && e.Node == launched[2].NodeClaim {
+			ready = e.At
+		}
+	}
+	for _, e := range terminated {
+		if e.At < ready {
+			t.Errorf("%s terminated at %s, before the large node was Ready (%s)", e.NodeClaim, time.Duration(e.At), time.Duration(ready))
+		}
+	}
+	pending := 0
+	if hugePending {
+		pending = 1
+	}
+	if rep.Summary.CostPerHourFinal != 0.15 || rep.Summary.PodsPendingAtEnd != pending {
+		t.Errorf("summary %+v: want $0.15/h at the end, %d pod pending", rep.Summary, pending)
 	}
 }

@@ -89,17 +89,19 @@ type Loop struct {
 const quietRecheck = 5 * time.Minute
 
 type pending struct {
-	reason       karpv1.DisruptionReason
-	claims       []string
-	replacements int
-	at           time.Time
+	reason            karpv1.DisruptionReason
+	consolidationType string
+	claims            []string
+	replacements      int
+	at                time.Time
 }
 
 type launching struct {
-	reason       karpv1.DisruptionReason
-	candidates   []disruption.Candidate
-	replacements []string
-	deadline     time.Time
+	reason            karpv1.DisruptionReason
+	consolidationType string
+	candidates        []disruption.Candidate
+	replacements      []string
+	deadline          time.Time
 }
 
 // NewLoop wires the loop.
@@ -152,6 +154,9 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return l.opts.Interval, err
 	}
+	if p := l.pending; p != nil && decision.Command.Reason != p.reason {
+		l.metrics.DisruptionValidationFailed(p.consolidationType)
+	}
 	if p := l.pending; p != nil && decision.Command.Reason == p.reason {
 		l.pending = nil
 		var still []disruption.Candidate
@@ -160,11 +165,14 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 				still = append(still, c)
 			}
 		}
-		if p.replacements == 0 && len(decision.Command.Replacements) == 0 {
+		if p.replacements == 0 && len(decision.Command.Replacements) == 0 && len(still) > 0 {
 			return l.opts.Interval, l.execute(ctx, p.reason, still)
 		}
-		// A replacement holds only if the same node still calls for one.
-		if len(still) != 1 || len(decision.Command.Candidates) != 1 || len(decision.Command.Replacements) == 0 {
+		// A replacement holds only if the same nodes (one, or a merged
+		// group) still call for one.
+		if len(decision.Command.Replacements) == 0 || len(still) != len(p.claims) || len(decision.Command.Candidates) != len(p.claims) {
+			l.metrics.DisruptionValidationFailed(p.consolidationType)
+			l.log.Info("disruption decision no longer holds, dropped", "reason", p.reason, "nodeclaims", p.claims)
 			return l.opts.Interval, nil
 		}
 		return launchPoll, l.launch(ctx, decision.Command, now)
@@ -180,7 +188,8 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 		}
 		return l.opts.Interval, l.execute(ctx, decision.Command.Reason, decision.Command.Candidates)
 	}
-	p := &pending{reason: decision.Command.Reason, replacements: len(decision.Command.Replacements), at: now.Add(l.opts.Validation)}
+	p := &pending{reason: decision.Command.Reason, replacements: len(decision.Command.Replacements), at: now.Add(l.opts.Validation),
+		consolidationType: consolidationType(decision.Command)}
 	for _, c := range decision.Command.Candidates {
 		p.claims = append(p.claims, c.Name())
 	}
@@ -200,7 +209,10 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	if err != nil {
 		return disruption.Decision{}, err
 	}
+	l.recordBudgets(cands, now)
+	start := l.clock.Now()
 	d, err := disruption.Emptiness(cands, now)
+	l.evaluated(karpv1.DisruptionReasonEmpty, metrics.ConsolidationTypeEmpty, start, d)
 	if err != nil || len(d.Command.Candidates) > 0 {
 		return d, err
 	}
@@ -220,12 +232,17 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,
 		PersistentVolumes: snap.PersistentVolumes, StorageClasses: snap.StorageClasses, DaemonSetPods: snap.DaemonSetPods,
 		RequestsOf: l.requests.Of}
-	if d, err = disruption.Drift(cands, snap.Nodes, pools, base, now); err != nil || len(d.Command.Candidates) > 0 {
+	start = l.clock.Now()
+	d, err = disruption.Drift(cands, snap.Nodes, pools, base, now)
+	l.evaluated(karpv1.DisruptionReasonDrifted, "", start, d)
+	if err != nil || len(d.Command.Candidates) > 0 {
 		l.explain(cands, d.Stays)
 		return d, err
 	}
 	stays := d.Stays
+	start = l.clock.Now()
 	d, err = disruption.Underutilized(cands, snap.Nodes, pools, base, *l.opts.Policy, now)
+	l.evaluated(karpv1.DisruptionReasonUnderutilized, consolidationType(d.Command), start, d)
 	if err != nil {
 		return d, err
 	}
@@ -248,8 +265,9 @@ func (l *Loop) launch(ctx context.Context, cmd disruption.Command, now time.Time
 			return err
 		}
 	}
-	run := &launching{reason: cmd.Reason, candidates: cmd.Candidates, deadline: now.Add(l.opts.ReplacementTimeout)}
+	run := &launching{reason: cmd.Reason, candidates: cmd.Candidates, deadline: now.Add(l.opts.ReplacementTimeout), consolidationType: consolidationType(cmd)}
 	l.launching = run
+	l.metrics.DisruptionDecided(metrics.DecisionReplace, metricReason(cmd.Reason), run.consolidationType, poolsOf(cmd.Candidates))
 	for _, planned := range cmd.Replacements {
 		np := &karpv1.NodePool{}
 		if err := l.kube.Get(ctx, client.ObjectKey{Name: planned.NodePool}, np); err != nil {
@@ -294,12 +312,13 @@ func (l *Loop) followLaunch(ctx context.Context, now time.Time) (time.Duration, 
 	}
 	l.launching = nil
 	if failed == "" && ready == len(run.replacements) {
-		return l.opts.Interval, l.execute(ctx, run.reason, run.candidates)
+		return l.opts.Interval, l.disruptAll(ctx, run.reason, run.candidates)
 	}
 	if failed == "" {
 		failed = fmt.Sprintf("replacements not initialized within %s", l.opts.ReplacementTimeout)
 	}
 	l.log.Info("replacement failed, keeping the nodes", "reason", failed, "nodeclaims", run.replacements)
+	l.metrics.DisruptionQueueFailed(metrics.DecisionReplace, metricReason(run.reason), run.consolidationType)
 	var errs []error
 	for _, c := range run.candidates {
 		errs = append(errs, l.taint(ctx, c, false))
@@ -386,9 +405,15 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 	return out, settled, nil
 }
 
-// execute taints the candidates' nodes, marks their NodeClaims with the
-// reason and deletes them; termination drains them.
+// execute carries out a delete decision.
 func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
+	l.metrics.DisruptionDecided(metrics.DecisionDelete, metricReason(reason), consolidationType(disruption.Command{Reason: reason, Candidates: cands}), poolsOf(cands))
+	return l.disruptAll(ctx, reason, cands)
+}
+
+// disruptAll taints the candidates' nodes, marks their NodeClaims with the
+// reason and deletes them; termination drains them.
+func (l *Loop) disruptAll(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
 	var errs []error
 	for _, c := range cands {
 		if err := l.disrupt(ctx, reason, c); err != nil {
@@ -461,6 +486,58 @@ func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
 	for name := range l.told {
 		if !seen[name] {
 			delete(l.told, name)
+		}
+	}
+}
+
+// consolidationType labels a command's metrics as Karpenter does.
+func consolidationType(cmd disruption.Command) string {
+	switch {
+	case cmd.Reason == karpv1.DisruptionReasonEmpty:
+		return metrics.ConsolidationTypeEmpty
+	case cmd.Reason == karpv1.DisruptionReasonDrifted:
+		return ""
+	case len(cmd.Candidates) > 1:
+		return metrics.ConsolidationTypeMulti
+	}
+	return metrics.ConsolidationTypeSingle
+}
+
+// poolsOf names the NodePool of each candidate.
+func poolsOf(cands []disruption.Candidate) []string {
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.NodePool.Name
+	}
+	return out
+}
+
+// evaluated records a method's run.
+func (l *Loop) evaluated(reason karpv1.DisruptionReason, consolidationType string, start time.Time, d disruption.Decision) {
+	l.metrics.DisruptionEvaluated(metricReason(reason), consolidationType, l.clock.Since(start), d.Eligible)
+}
+
+// recordBudgets sets, per pool and reason, how many nodes the budgets let
+// go now.
+func (l *Loop) recordBudgets(cands []disruption.Candidate, now time.Time) {
+	if l.metrics == nil {
+		return
+	}
+	members, disrupting := map[string]int{}, map[string]int{}
+	pools := map[string]*karpv1.NodePool{}
+	for _, c := range cands {
+		pools[c.NodePool.Name] = c.NodePool
+		members[c.NodePool.Name]++
+		if disruption.Disrupting(c) {
+			disrupting[c.NodePool.Name]++
+		}
+	}
+	for name, np := range pools {
+		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {
+			n, _, err := disruption.Allowed(np, reason, members[name], disrupting[name], now)
+			if err == nil {
+				l.metrics.DisruptionBudget(name, metricReason(reason), min(n, members[name]), disrupting[name])
+			}
 		}
 	}
 }

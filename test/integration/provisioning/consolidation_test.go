@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
@@ -217,6 +218,14 @@ func TestPDBBlocksConsolidationUntilItAllows(t *testing.T) {
 	time.Sleep(30 * time.Second)
 	if nodes, err := runningOn(ctx, kube, "pdb-guarded"); err != nil || len(nodes) != 1 || nodes[0] != guardedNode {
 		t.Fatalf("the guarded pod moved (on %v, %v) while its PDB allowed no disruption; events %q", nodes, err, blocked)
+	}
+	// `nodewright explain node` against the live cluster says the same.
+	e, err := operator.ExplainNode(ctx, cp.Config, operator.Config{InstanceTypes: mergeCatalog(t)}, guardedNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.Verdict, "it stays: PodDisruptionBudget default/pdb-guarded allows 0 disruptions") || e.NodePool != "pdb" {
+		t.Errorf("explain node %s: pool %s, verdict %q: want it held by the PDB", guardedNode, e.NodePool, e.Verdict)
 	}
 	one := intstr.FromInt32(1)
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(pdb), pdb); err != nil {
