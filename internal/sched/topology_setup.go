@@ -3,9 +3,12 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // setupTopology builds the groups of every pending pod's constraints, counts
@@ -13,10 +16,28 @@ import (
 // anti-affinity, and tells each pending pod which groups select it.
 func (s *solver) setupTopology(pods []*podState) {
 	s.topo = &topology{groups: map[string]*topoGroup{}, namespaceLabels: s.in.Namespaces}
+	// Replicas of one controller share one template, hence the same
+	// constraints: their groups are built once.
+	byOwner := map[types.UID]*podState{}
 	for _, p := range pods {
-		if p.invalid == nil {
-			if err := s.podTopology(p); err != nil {
-				p.invalid = err
+		if p.invalid != nil {
+			continue
+		}
+		ref := metav1.GetControllerOf(p.pod)
+		if ref != nil && ref.UID != "" {
+			if first, ok := byOwner[ref.UID]; ok && sameTopologySpec(first.pod, p.pod) {
+				p.spreads, p.softSpreads, p.affinities, p.prefAffinities, p.antis, p.prefAntis =
+					first.spreads, first.softSpreads, first.affinities, first.prefAffinities, first.antis, first.prefAntis
+				continue
+			}
+		}
+		if err := s.podTopology(p); err != nil {
+			p.invalid = err
+			continue
+		}
+		if ref != nil && ref.UID != "" {
+			if _, ok := byOwner[ref.UID]; !ok {
+				byOwner[ref.UID] = p
 			}
 		}
 	}
@@ -66,6 +87,16 @@ func (s *solver) setupTopology(pods []*podState) {
 			}
 		}
 	}
+}
+
+// sameTopologySpec: two pods of one controller ask the same of topology:
+// same namespace and labels (selectors may take keys from them), and
+// constraints of the same shape. The constraints themselves come from the
+// controller's template; comparing them in depth costs as much as reading
+// them again.
+func sameTopologySpec(a, b *corev1.Pod) bool {
+	return a.Namespace == b.Namespace && maps.Equal(a.Labels, b.Labels) &&
+		len(a.Spec.TopologySpreadConstraints) == len(b.Spec.TopologySpreadConstraints) && (a.Spec.Affinity == nil) == (b.Spec.Affinity == nil)
 }
 
 // ordered returns the groups in a stable order.

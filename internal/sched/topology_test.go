@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/pkg/catalog"
 )
@@ -178,27 +179,52 @@ func TestTopologySpread(t *testing.T) {
 			wantPerZone: map[string]int{"zone-a": 2, "zone-b": 2, "zone-c": 2},
 		},
 	}
+	// Each case runs with bare pods and with pods owned by a controller per
+	// label set (replicas share their topology groups): same plan.
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			plan := Solve(Input{Pods: c.pods, Nodes: c.nodes, NodePools: []NodePool{nodePool("default", its)}})
-			perZone, nodes := zonesOf(plan)
-			if c.wantPerZone != nil && fmt.Sprint(perZone) != fmt.Sprint(c.wantPerZone) {
-				t.Errorf("pods per zone %v, want %v", perZone, c.wantPerZone)
-			}
-			if c.wantNodes != 0 && nodes != c.wantNodes {
-				t.Errorf("%d nodes, want %d", nodes, c.wantNodes)
-			}
-			if len(plan.Unschedulable) != c.unschedulable {
-				t.Errorf("%d unschedulable, want %d: %v", len(plan.Unschedulable), c.unschedulable, reasons(plan))
-			}
-			for _, nc := range plan.NodeClaims {
-				for _, r := range nc.Requirements {
-					if r.Key == corev1.LabelHostname {
-						t.Errorf("a placeholder hostname leaked into the claim: %v", r)
-					}
+		for _, owned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/owned=%v", c.name, owned), func(t *testing.T) {
+				pods := c.pods
+				if owned {
+					pods = ownedByLabels(c.pods)
 				}
+				checkSpread(t, Solve(Input{Pods: pods, Nodes: c.nodes, NodePools: []NodePool{nodePool("default", its)}}), c.wantPerZone, c.wantNodes, c.unschedulable)
+			})
+		}
+	}
+}
+
+// ownedByLabels copies pods, each owned by a controller named after its
+// labels.
+func ownedByLabels(pods []*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(pods))
+	yes := true
+	for i, p := range pods {
+		cp := p.DeepCopy()
+		cp.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs", UID: types.UID(fmt.Sprint(p.Labels)), Controller: &yes}}
+		out[i] = cp
+	}
+	return out
+}
+
+func checkSpread(t *testing.T, plan Plan, wantPerZone map[string]int, wantNodes, unschedulable int) {
+	t.Helper()
+	perZone, nodes := zonesOf(plan)
+	if wantPerZone != nil && fmt.Sprint(perZone) != fmt.Sprint(wantPerZone) {
+		t.Errorf("pods per zone %v, want %v", perZone, wantPerZone)
+	}
+	if wantNodes != 0 && nodes != wantNodes {
+		t.Errorf("%d nodes, want %d", nodes, wantNodes)
+	}
+	if len(plan.Unschedulable) != unschedulable {
+		t.Errorf("%d unschedulable, want %d: %v", len(plan.Unschedulable), unschedulable, reasons(plan))
+	}
+	for _, nc := range plan.NodeClaims {
+		for _, r := range nc.Requirements {
+			if r.Key == corev1.LabelHostname {
+				t.Errorf("a placeholder hostname leaked into the claim: %v", r)
 			}
-		})
+		}
 	}
 }
 
