@@ -24,6 +24,10 @@ type Candidate struct {
 	// PDBs are the cluster's PodDisruptionBudgets (shared by every
 	// candidate); nil: none.
 	PDBs *PDBs
+	// PoolStarting: the NodePool has NodeClaims still starting; it is
+	// growing, and its nodes are not consolidated or replaced for drift
+	// until they are up.
+	PoolStarting bool
 }
 
 // Name is the NodeClaim's name.
@@ -31,11 +35,11 @@ func (c Candidate) Name() string { return c.NodeClaim.Name }
 
 // Blocked says why the candidate may not be disrupted voluntarily now, or
 // "" when it may: the node's own state, then its pods.
-func Blocked(c Candidate) string {
+func Blocked(c Candidate, now time.Time) string {
 	if why := blockedNode(c); why != "" {
 		return why
 	}
-	return blockedPods(c)
+	return blockedPods(c, now)
 }
 
 // blockedNode: the NodeClaim or node is not in a state to go.
@@ -62,17 +66,36 @@ func blockedNode(c Candidate) string {
 
 // blockedPods: a pod on the node may not be evicted now (do-not-disrupt, or
 // a PodDisruptionBudget).
-func blockedPods(c Candidate) string {
+func blockedPods(c Candidate, now time.Time) string {
 	for _, p := range c.Pods {
 		// Any pod, DaemonSet and mirror pods included, may hold its node.
-		if p.Annotations[karpv1.AnnotationDoNotDisrupt] == "true" {
-			return fmt.Sprintf("pod %s/%s has %s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt)
+		if DoNotDisrupt(p, now) {
+			return fmt.Sprintf("pod %s/%s has %s=%s", p.Namespace, p.Name, karpv1.AnnotationDoNotDisrupt, p.Annotations[karpv1.AnnotationDoNotDisrupt])
 		}
 		if why := c.PDBs.Blocking(p); why != "" {
 			return why
 		}
 	}
 	return ""
+}
+
+// DoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
+// annotation holds now: "true" always; a positive duration ("5m") for that
+// long after the pod started (or until it has started); any other value
+// is ignored.
+func DoNotDisrupt(p *corev1.Pod, now time.Time) bool {
+	v, ok := p.Annotations[karpv1.AnnotationDoNotDisrupt]
+	if !ok {
+		return false
+	}
+	if v == "true" {
+		return true
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return false
+	}
+	return p.Status.StartTime == nil || now.Sub(p.Status.StartTime.Time) < d
 }
 
 // Empty reports whether only DaemonSet and mirror pods run on the node.

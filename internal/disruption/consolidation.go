@@ -26,17 +26,18 @@ import (
 // and DaemonSet pods for the solver.
 func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, now time.Time) (Decision, error) {
 	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonUnderutilized}, Stays: map[string]string{}}
-	members, disrupting := map[string]int{}, map[string]int{}
+	members, disrupting := PoolCounts(cands)
 	var eligible []Candidate
 	for _, c := range cands {
-		pool := c.NodePool.Name
-		members[pool]++
 		if Disrupting(c) {
-			disrupting[pool]++
 			continue
 		}
-		if why := Blocked(c); why != "" {
+		if why := Blocked(c, now); why != "" {
 			d.Stays[c.Name()] = why
+			continue
+		}
+		if c.PoolStarting {
+			d.Stays[c.Name()] = fmt.Sprintf("NodePool %s has NodeClaims starting: consolidation waits for them", c.NodePool.Name)
 			continue
 		}
 		switch c.NodePool.Spec.Disruption.ConsolidationPolicy {

@@ -75,6 +75,15 @@ func TestUnderutilizedRespectsPolicyBudgetAndStartingNodes(t *testing.T) {
 			t.Errorf("takes %q, stays %v", names(d.Command.Candidates), d.Stays)
 		}
 	})
+	t.Run("a pool with NodeClaims starting is not consolidated", func(t *testing.T) {
+		np := underutilizedPool("100%")
+		a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
+		a.PoolStarting, b.PoolStarting = true, true
+		d, _ := Underutilized([]Candidate{a, b}, []sched.Node{schedNode(a), schedNode(b)}, nil, sched.Input{}, DefaultPolicy, epoch)
+		if len(d.Command.Candidates) != 0 || !strings.Contains(d.Stays["a"], "NodeClaims starting") {
+			t.Errorf("takes %q, stays %v", names(d.Command.Candidates), d.Stays)
+		}
+	})
 	t.Run("pods are not moved onto nodes still starting", func(t *testing.T) {
 		np := underutilizedPool("100%")
 		a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
@@ -89,7 +98,7 @@ func TestUnderutilizedRespectsPolicyBudgetAndStartingNodes(t *testing.T) {
 
 func replaceCatalog(t *testing.T) []*catalog.InstanceType {
 	t.Helper()
-	types, err := catalog.Parse("test", []byte(`[
+	return parseTypes(t, `[
 	  {"name": "big", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "8", "memory": "32Gi", "pods": "110"},
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.40}, {"capacityType": "spot", "zone": "zone-a", "price": 0.12}]},
 	  {"name": "small", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"},
@@ -98,15 +107,7 @@ func replaceCatalog(t *testing.T) []*catalog.InstanceType {
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.15}]},
 	  {"name": "tiny", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "1", "memory": "4Gi", "pods": "110"},
 	   "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.05}]}
-	]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make([]*catalog.InstanceType, len(types))
-	for i := range types {
-		out[i] = &types[i]
-	}
-	return out
+	]`)
 }
 
 // A node whose pods need a node of their own is replaced by one cheaper
@@ -208,7 +209,13 @@ func spotCatalog(t *testing.T, n int) []*catalog.InstanceType {
 		entries = append(entries, fmt.Sprintf(`{"name": "t-%02d", "architecture": "amd64", "operatingSystems": ["linux"], "resources": {"cpu": "4", "memory": "16Gi", "pods": "110"},
 		  "offerings": [{"capacityType": "spot", "zone": "zone-a", "price": %g}, {"capacityType": "on-demand", "zone": "zone-a", "price": %g}]}`, i, 0.01*float64(i+1)-0.002, 0.05*float64(i+1)))
 	}
-	types, err := catalog.Parse("test", []byte("["+strings.Join(entries, ",")+"]"))
+	return parseTypes(t, "["+strings.Join(entries, ",")+"]")
+}
+
+// parseTypes reads a catalog's JSON into the instance types a pool holds.
+func parseTypes(t *testing.T, js string) []*catalog.InstanceType {
+	t.Helper()
+	types, err := catalog.Parse("test", []byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,13 +109,10 @@ func offeringGone(nc *karpv1.NodeClaim, types []*catalog.InstanceType) string {
 // do-not-disrupt or a PDB do not hold the node.
 func Drift(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, now time.Time) (Decision, error) {
 	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonDrifted}, Stays: map[string]string{}}
-	members, disrupting := map[string]int{}, map[string]int{}
+	members, disrupting := PoolCounts(cands)
 	var drifted []Candidate
 	for _, c := range cands {
-		pool := c.NodePool.Name
-		members[pool]++
 		if Disrupting(c) {
-			disrupting[pool]++
 			continue
 		}
 		if !meta.IsStatusConditionTrue(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeDrifted) {
@@ -125,8 +122,12 @@ func Drift(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base
 			d.Stays[c.Name()] = why
 			continue
 		}
-		if why := blockedPods(c); why != "" && !eventual(c) {
+		if why := blockedPods(c, now); why != "" && !eventual(c) {
 			d.Stays[c.Name()] = why
+			continue
+		}
+		if c.PoolStarting && !Empty(c) {
+			d.Stays[c.Name()] = fmt.Sprintf("drifted, but NodePool %s has NodeClaims starting: replacement waits for them", c.NodePool.Name)
 			continue
 		}
 		drifted = append(drifted, c)

@@ -53,7 +53,7 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 				disrupting++
 				continue
 			}
-			if why := Blocked(c); why != "" {
+			if why := Blocked(c, now); why != "" {
 				d.Stays[c.Name()] = why
 				continue
 			}
@@ -87,6 +87,19 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// PoolCounts counts each pool's NodeClaims and those of them being
+// disrupted (budgets count both).
+func PoolCounts(cands []Candidate) (members, disrupting map[string]int) {
+	members, disrupting = map[string]int{}, map[string]int{}
+	for _, c := range cands {
+		members[c.NodePool.Name]++
+		if Disrupting(c) {
+			disrupting[c.NodePool.Name]++
+		}
+	}
+	return members, disrupting
 }
 
 // Disrupting: the NodeClaim is being deleted or its node is tainted as

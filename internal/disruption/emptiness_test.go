@@ -134,3 +134,33 @@ func TestExpired(t *testing.T) {
 		t.Errorf("Never: expired %v, left %s", ok, left)
 	}
 }
+
+func TestDoNotDisrupt(t *testing.T) {
+	started := func(ago time.Duration) *metav1.Time { t := metav1.NewTime(epoch.Add(-ago)); return &t }
+	cases := []struct {
+		name    string
+		value   string
+		started *metav1.Time
+		want    bool
+	}{
+		{"true", "true", started(time.Hour), true},
+		{"a duration not yet over", "30m", started(10 * time.Minute), true},
+		{"a duration over", "30m", started(time.Hour), false},
+		{"a duration, pod not started", "30m", nil, true},
+		{"false", "false", started(time.Minute), false},
+		{"not a duration: ignored", "soon", started(time.Minute), false},
+		{"negative: ignored", "-5m", started(time.Minute), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := podOf("p", "ReplicaSet", map[string]string{karpv1.AnnotationDoNotDisrupt: tc.value})
+			p.Status.StartTime = tc.started
+			if got := DoNotDisrupt(p, epoch); got != tc.want {
+				t.Errorf("DoNotDisrupt(%q) = %v, want %v", tc.value, got, tc.want)
+			}
+		})
+	}
+	if DoNotDisrupt(podOf("plain", "ReplicaSet", nil), epoch) {
+		t.Error("a pod without the annotation holds its node")
+	}
+}

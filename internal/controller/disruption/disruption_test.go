@@ -20,7 +20,9 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 var epoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -295,4 +297,80 @@ func TestLoopExplainsWhyANodeStays(t *testing.T) {
 	if len(events) != 2 || !strings.Contains(events[0], "DisruptionBlocked") || !strings.Contains(events[0], "pod default/pinned has karpenter.sh/do-not-disrupt") {
 		t.Errorf("events %q, want DisruptionBlocked naming the pod, once per object", events)
 	}
+}
+
+// fixedPools hands the loop the same pools every time.
+type fixedPools struct{ pools []sched.NodePool }
+
+func (f fixedPools) Pools(context.Context, state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
+	return f.pools, nil, nil
+}
+
+// A replacement that does not initialize in time is given up: the node is
+// untainted, its DisruptionReason cleared, the replacement deleted.
+func TestLoopRollsBackAReplacementThatNeverInitializes(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, boundPod("a"))
+	nc := e.claim(t)
+	nc.Labels[corev1.LabelInstanceTypeStable] = "m-1"
+	if err := e.kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc = e.claim(t)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster.UpdateNodeClaim(e.claim(t))
+	np := &karpv1.NodePool{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	types, err := catalog.Parse("test", []byte(`[{"name": "m-1", "architecture": "amd64", "operatingSystems": ["linux"],
+	  "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"}, "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.1}]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := fixedPools{[]sched.NodePool{{NodePool: np, InstanceTypes: []*catalog.InstanceType{&types[0]}}}}
+	l := NewLoop(e.kube, e.cluster, e.clock, record.NewFakeRecorder(10), nil, logr.Discard(), pools, Options{ReplacementTimeout: time.Minute})
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var claims karpv1.NodeClaimList
+	if err := e.kube.List(ctx, &claims); err != nil || len(claims.Items) != 2 {
+		t.Fatalf("nodeclaims %d (%v): want the drifted one and its replacement", len(claims.Items), err)
+	}
+	if c := meta.FindStatusCondition(e.claim(t).Status.Conditions, karpv1.ConditionTypeDisruptionReason); c == nil || c.Reason != string(karpv1.DisruptionReasonDrifted) {
+		t.Fatalf("DisruptionReason %+v while the replacement launches, want Drifted", c)
+	}
+	if !tainted(ctx, t, e.kube) {
+		t.Fatal("the drifted node is not tainted while its replacement launches")
+	}
+	e.clock.Step(2 * time.Minute)
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.claim(t); got.DeletionTimestamp != nil || meta.FindStatusCondition(got.Status.Conditions, karpv1.ConditionTypeDisruptionReason) != nil {
+		t.Errorf("after the timeout: deleting %v, conditions %+v: want the node kept and its DisruptionReason cleared", got.DeletionTimestamp != nil, got.Status.Conditions)
+	}
+	if tainted(ctx, t, e.kube) {
+		t.Error("after the timeout the node is still tainted")
+	}
+	if err := e.kube.List(ctx, &claims); err != nil || len(claims.Items) != 1 {
+		t.Errorf("nodeclaims %d (%v) after the timeout: want the replacement deleted", len(claims.Items), err)
+	}
+}
+
+func tainted(ctx context.Context, t *testing.T, kube client.Client) bool {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "web-1"}, node); err != nil {
+		t.Fatal(err)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.MatchTaint(&karpv1.DisruptedNoScheduleTaint) {
+			return true
+		}
+	}
+	return false
 }

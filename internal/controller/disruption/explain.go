@@ -107,7 +107,7 @@ func (l *Loop) Explain(ctx context.Context, name string) (Explanation, error) {
 			stays = append(stays, method.name+": "+why)
 		}
 	}
-	if why := disruption.Blocked(c); why != "" {
+	if why := disruption.Blocked(c, now); why != "" {
 		e.Verdict = "it stays: " + why
 		return e, nil
 	}
@@ -172,15 +172,8 @@ func facts(c disruption.Candidate, pools []sched.NodePool, cands []disruption.Ca
 			out = append(out, fmt.Sprintf("%s: %s", t, cond.Status))
 		}
 	}
-	members, disrupting := 0, 0
-	for _, x := range cands {
-		if x.NodePool.Name == c.NodePool.Name {
-			members++
-			if disruption.Disrupting(x) {
-				disrupting++
-			}
-		}
-	}
+	all, disruptingAll := disruption.PoolCounts(cands)
+	members, disrupting := all[c.NodePool.Name], disruptingAll[c.NodePool.Name]
 	for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {
 		n, why, err := disruption.Allowed(c.NodePool, reason, members, disrupting, now)
 		switch {

@@ -217,8 +217,8 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 		return d, err
 	}
 	if !settled {
-		// Pods are being provisioned for or nodes are starting: the
-		// cluster is still moving. Look again next round.
+		// Pods are being provisioned for: the cluster is still moving.
+		// Look again next round.
 		return d, nil
 	}
 	snap := l.cluster.Snapshot()
@@ -262,6 +262,9 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 func (l *Loop) launch(ctx context.Context, cmd disruption.Command, now time.Time) error {
 	for _, c := range cmd.Candidates {
 		if err := l.taint(ctx, c, true); err != nil {
+			return err
+		}
+		if _, err := l.mark(ctx, c, cmd.Reason); err != nil {
 			return err
 		}
 	}
@@ -322,6 +325,8 @@ func (l *Loop) followLaunch(ctx context.Context, now time.Time) (time.Duration, 
 	var errs []error
 	for _, c := range run.candidates {
 		errs = append(errs, l.taint(ctx, c, false))
+		_, err := l.mark(ctx, c, "")
+		errs = append(errs, err)
 	}
 	for _, name := range run.replacements {
 		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -356,8 +361,7 @@ func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error
 }
 
 // candidates are every NodeClaim of a NodePool, with its node and pods;
-// settled says no pod is being provisioned for and no NodeClaim is
-// starting.
+// settled says no pod is being provisioned for.
 func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, error) {
 	inv := l.cluster.Inventory()
 	var list policyv1.PodDisruptionBudgetList
@@ -392,15 +396,25 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 		}
 		out = append(out, c)
 	}
+	// A pool with NodeClaims starting is growing: its nodes are not
+	// consolidated until they are up (other pools go on).
+	starting := map[string]bool{}
 	for _, v := range inv.Nodes {
 		if v.Claim != nil {
 			add(v.Claim, v.Node, v.Pods)
-			settled = settled && (v.Claim.DeletionTimestamp != nil || meta.IsStatusConditionTrue(v.Claim.Status.Conditions, karpv1.ConditionTypeInitialized))
+			if v.Claim.DeletionTimestamp == nil && !meta.IsStatusConditionTrue(v.Claim.Status.Conditions, karpv1.ConditionTypeInitialized) {
+				starting[v.Claim.Labels[karpv1.LabelNodePool]] = true
+			}
 		}
 	}
 	for _, nc := range inv.Pending {
 		add(nc, nil, nil)
-		settled = settled && nc.DeletionTimestamp != nil
+		if nc.DeletionTimestamp == nil {
+			starting[nc.Labels[karpv1.LabelNodePool]] = true
+		}
+	}
+	for i := range out {
+		out[i].PoolStarting = starting[out[i].NodePool.Name]
 	}
 	return out, settled, nil
 }
@@ -430,14 +444,9 @@ func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, c di
 	if c.Node != nil {
 		l.recorder.Eventf(c.Node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting node: %s", reason)
 	}
-	nc := &karpv1.NodeClaim{}
-	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.NodeClaim), nc); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
-		Reason: string(reason), Message: fmt.Sprintf("disrupted: %s", reason), ObservedGeneration: nc.Generation})
-	if err := l.kube.Status().Update(ctx, nc); err != nil {
-		return fmt.Errorf("marking nodeclaim %s disrupted: %w", nc.Name, err)
+	nc, err := l.mark(ctx, c, reason)
+	if nc == nil || err != nil {
+		return err
 	}
 	l.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting nodeclaim: %s", reason)
 	if err := l.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
@@ -446,6 +455,29 @@ func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, c di
 	l.metrics.NodeClaimDisrupted(nc, metricReason(reason))
 	l.log.Info("disrupting nodeclaim", "reason", reason, "NodeClaim", nc.Name)
 	return nil
+}
+
+// mark sets (reason non-empty) or clears the NodeClaim's DisruptionReason
+// condition; it returns the NodeClaim as updated, nil if it is gone.
+func (l *Loop) mark(ctx context.Context, c disruption.Candidate, reason karpv1.DisruptionReason) (*karpv1.NodeClaim, error) {
+	nc := &karpv1.NodeClaim{}
+	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.NodeClaim), nc); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	var changed bool
+	if reason == "" {
+		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
+	} else {
+		changed = meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: string(reason), Message: fmt.Sprintf("disrupted: %s", reason), ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(l.clock.Now())})
+	}
+	if !changed {
+		return nc, nil
+	}
+	if err := l.kube.Status().Update(ctx, nc); err != nil {
+		return nil, fmt.Errorf("marking nodeclaim %s disrupted (%q): %w", nc.Name, reason, err)
+	}
+	return nc, nil
 }
 
 // metricReason is Karpenter's label for a disruption reason.
@@ -475,7 +507,7 @@ func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
 		}
 		l.told[name] = why
 		reason := ReasonUnconsolidatable
-		if disruption.Blocked(c) != "" {
+		if disruption.Blocked(c, l.clock.Now()) != "" {
 			reason = ReasonDisruptionBlocked
 		}
 		l.recorder.Event(c.NodeClaim, corev1.EventTypeNormal, reason, why)
@@ -523,14 +555,10 @@ func (l *Loop) recordBudgets(cands []disruption.Candidate, now time.Time) {
 	if l.metrics == nil {
 		return
 	}
-	members, disrupting := map[string]int{}, map[string]int{}
+	members, disrupting := disruption.PoolCounts(cands)
 	pools := map[string]*karpv1.NodePool{}
 	for _, c := range cands {
 		pools[c.NodePool.Name] = c.NodePool
-		members[c.NodePool.Name]++
-		if disruption.Disrupting(c) {
-			disrupting[c.NodePool.Name]++
-		}
 	}
 	for name, np := range pools {
 		for _, reason := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {

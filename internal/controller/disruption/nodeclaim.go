@@ -125,7 +125,7 @@ func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	var wait time.Duration
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Labels[karpv1.LabelNodePool]}, np); err == nil {
 		ok, message, left := disruption.Consolidatable(nc, np, now)
-		setCondition(nc, karpv1.ConditionTypeConsolidatable, ok, "NotConsolidatable", message)
+		setCondition(nc, karpv1.ConditionTypeConsolidatable, ok, "NotConsolidatable", message, now)
 		wait = left
 		if err := c.drift(ctx, nc, np); err != nil {
 			return reconcile.Result{}, err
@@ -175,7 +175,7 @@ func (c *Claims) drift(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.Nod
 		return nil
 	}
 	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue,
-		Reason: reason, Message: message, ObservedGeneration: nc.Generation})
+		Reason: reason, Message: message, ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
 	return nil
 }
 
@@ -212,8 +212,8 @@ func (c *Claims) forget(name string) {
 }
 
 // setCondition sets a condition True, or False with a reason and message.
-func setCondition(nc *karpv1.NodeClaim, t string, ok bool, reason, message string) {
-	cond := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation}
+func setCondition(nc *karpv1.NodeClaim, t string, ok bool, reason, message string, now time.Time) {
+	cond := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(now)}
 	if !ok {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
 	}

@@ -10,6 +10,7 @@ import (
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/disruption"
 )
 
 // stuckTerminating: a pod past its deletion this long is not waited on.
@@ -67,7 +68,7 @@ func PlanDrain(pods []*corev1.Pod, now time.Time, deadline *time.Time) Drain {
 			continue
 		}
 		for _, p := range tier {
-			if p.Annotations[karpv1.AnnotationDoNotDisrupt] != "true" {
+			if !disruption.DoNotDisrupt(p, now) {
 				d.Evict = append(d.Evict, p) // do-not-disrupt pods are waited on, never evicted
 			}
 		}
