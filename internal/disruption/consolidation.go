@@ -154,8 +154,19 @@ const (
 func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, left map[string]int) ([]Candidate, sched.NodeClaim, bool) {
 	var run []Candidate
 	budget := maps.Clone(left)
+	priced := func(c Candidate) bool {
+		for _, p := range pools {
+			if p.Name == c.NodePool.Name {
+				_, ok := PriceOf(c.NodeClaim.Labels, p.InstanceTypes)
+				return ok
+			}
+		}
+		return false
+	}
 	for _, c := range eligible {
-		if len(run) == maxMultiNode || !policy.SpotToSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+		// A node whose offering has no known price cannot be weighed
+		// against a replacement (its instance type is gone from its pool).
+		if len(run) == maxMultiNode || !policy.SpotToSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot || !priced(c) {
 			continue
 		}
 		if budget[c.NodePool.Name] > 0 {

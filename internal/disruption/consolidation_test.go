@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -277,5 +278,33 @@ func TestSpotToSpotConsolidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A node whose instance type its pool no longer offers (price unknown)
+// does not stand in the way of merging the others.
+func TestMergeSkipsNodesOfUnknownPrice(t *testing.T) {
+	types := replaceCatalog(t)
+	np := underutilizedPool("100%")
+	node := func(name, instanceType string, created time.Duration) Candidate {
+		c := candidate(name, np, time.Hour, cpuPod(name+"-1", "1500m"))
+		c.NodeClaim.CreationTimestamp = metav1.NewTime(epoch.Add(-created))
+		c.NodeClaim.Labels = map[string]string{karpv1.LabelNodePool: np.Name, corev1.LabelInstanceTypeStable: instanceType,
+			corev1.LabelTopologyZone: "zone-a", karpv1.LabelCapacityType: "on-demand"}
+		return c
+	}
+	// The retired node is the oldest: first in line.
+	retired, a, b := node("retired", "retired-type", 3*time.Hour), node("a", "small", 2*time.Hour), node("b", "small", time.Hour)
+	small := func(c Candidate) sched.Node {
+		n := schedNode(c)
+		n.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("110")}
+		return n
+	}
+	d, err := Underutilized([]Candidate{retired, a, b}, []sched.Node{small(retired), small(a), small(b)}, []sched.NodePool{{NodePool: np, InstanceTypes: types}}, sched.Input{}, DefaultPolicy, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names(d.Command.Candidates) != "a,b" || len(d.Command.Replacements) != 1 {
+		t.Errorf("command %s with %d replacements, stays %v: want a and b merged, the retired node left out", names(d.Command.Candidates), len(d.Command.Replacements), d.Stays)
 	}
 }

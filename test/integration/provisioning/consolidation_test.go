@@ -116,6 +116,24 @@ func runningOn(ctx context.Context, kube client.Client, name string) ([]string, 
 	return nodes, nil
 }
 
+// explainOnFailure logs, when the test has failed, what `nodewright explain
+// node` says of each NodeClaim.
+func explainOnFailure(ctx context.Context, t *testing.T, claims []karpv1.NodeClaim) {
+	if !t.Failed() {
+		return
+	}
+	for _, nc := range claims {
+		e, err := operator.ExplainNode(ctx, cp.Config, operator.Config{InstanceTypes: mergeCatalog(t)}, nc.Name)
+		if err != nil {
+			t.Logf("explain %s: %v", nc.Name, err)
+			continue
+		}
+		var b strings.Builder
+		_ = e.Write(&b)
+		t.Logf("explain %s:\n%s", nc.Name, b.String())
+	}
+}
+
 // eventsAbout lists the events' "reason: message" on an object.
 func eventsAbout(ctx context.Context, kube client.Client, kind, name string) ([]string, error) {
 	var events corev1.EventList
@@ -157,6 +175,7 @@ func TestUnderusedNodesMergeIntoOneCheaperNode(t *testing.T) {
 		}
 	}
 	var after []karpv1.NodeClaim
+	defer explainOnFailure(ctx, t, before)
 	waitFor(ctx, t, 3*time.Minute, "the two small nodes merged onto one large node with both pods", func(ctx context.Context) (bool, error) {
 		if after, err = claimsOf(ctx, kube, "merge"); err != nil || len(after) != 1 || after[0].Labels[corev1.LabelInstanceTypeStable] != "large" {
 			return false, err
