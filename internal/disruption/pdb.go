@@ -32,9 +32,11 @@ type pdbState struct {
 func NewPDBs(pdbs []*policyv1.PodDisruptionBudget, pods []*corev1.Pod) *PDBs {
 	out := &PDBs{byNamespace: map[string][]pdbState{}}
 	for _, pdb := range pdbs {
+		// As the Eviction API for policy/v1: no selector selects nothing,
+		// an empty one every pod of the namespace.
 		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || selector.Empty() {
-			continue // selects nothing (an empty selector matches no pod for a PDB in policy/v1 eviction)
+		if err != nil {
+			continue
 		}
 		st := pdbState{pdb: pdb, selector: selector, allowed: pdb.Status.DisruptionsAllowed}
 		if pdb.Generation == 0 || pdb.Status.ObservedGeneration < pdb.Generation {

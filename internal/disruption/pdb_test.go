@@ -60,6 +60,14 @@ func TestPDBsBlocking(t *testing.T) {
 			budgetFor("a", "web", func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = &one }),
 			budgetFor("b", "web", func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = &one }),
 		}, web, web[0], "more than one PodDisruptionBudget (a, b)"},
+		{"an empty selector covers every pod of the namespace", []*policyv1.PodDisruptionBudget{budgetFor("all", "web", func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.Selector = &metav1.LabelSelector{}
+			p.Spec.MaxUnavailable = &zero
+		})}, web, web[0], "PodDisruptionBudget default/all allows 0"},
+		{"no selector covers nothing", []*policyv1.PodDisruptionBudget{budgetFor("none", "web", func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.Selector = nil
+			p.Spec.MaxUnavailable = &zero
+		})}, web, web[0], ""},
 		{"another app's budget does not count", []*policyv1.PodDisruptionBudget{budgetFor("api", "api", func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = &zero })}, web, web[0], ""},
 	}
 	for _, tc := range cases {

@@ -33,7 +33,8 @@ func (e *Engine) evictionAllowed(ctx context.Context, obj client.Object) error {
 	for i := range pdbs.Items {
 		pdb := &pdbs.Items[i]
 		selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(pod.Labels)) {
+		// policy/v1: no selector selects nothing, an empty one everything.
+		if err != nil || !selector.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
 		var pods corev1.PodList

@@ -373,3 +373,26 @@ func mergeOntoCheaperNode(t *testing.T, cluster string, hugePending bool) {
 		t.Errorf("summary %+v: want $0.15/h at the end, %d pod pending", rep.Summary, pending)
 	}
 }
+
+// Changing a NodePool's template drifts its nodes: each is replaced (the
+// replacement Ready first), the budget of 10 % letting one go at a time,
+// and the report counts the disruptions as drifted.
+func TestTemplateChangeDriftsNodes(t *testing.T) {
+	rep := runScenario(t, "  steps:\n    - at: 10m\n      patchNodePool: {name: default, patch: {spec: {template: {metadata: {labels: {team: web}}}}}}\n", time.Hour)
+	drifted := rep.Summary.Disruptions["drifted"]
+	if drifted == 0 {
+		t.Fatalf("disruptions %v: want the nodes launched before the change drifted and replaced", rep.Summary.Disruptions)
+	}
+	before := 0
+	for _, e := range entries(rep, EntryLaunched) {
+		if e.At < Duration(10*time.Minute) {
+			before++
+		}
+	}
+	if drifted != before {
+		t.Errorf("%d drifted disruptions for %d nodes launched before the change", drifted, before)
+	}
+	if rep.Summary.PodsPendingAtEnd != 0 {
+		t.Errorf("%d pods pending at the end", rep.Summary.PodsPendingAtEnd)
+	}
+}

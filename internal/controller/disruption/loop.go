@@ -69,9 +69,9 @@ type Loop struct {
 	pending *pending
 	// launching is a decision waiting for its replacements to initialize.
 	launching *launching
-	// told is the last reason published for each NodeClaim that stays, so
-	// an event goes out when it changes, not every round.
-	told map[string]string
+	// told is the last event published for each NodeClaim that stays, so
+	// one goes out when the reason changes, not every round.
+	told map[string]toldEvent
 	// requests memoizes pods' requests across rounds.
 	requests *disruption.RequestMemo
 	// quiet: a round found nothing to do at this version of the cluster
@@ -118,7 +118,7 @@ func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, record
 	if opts.Policy == nil {
 		opts.Policy = &disruption.DefaultPolicy
 	}
-	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts, told: map[string]string{}, requests: disruption.NewRequestMemo()}
+	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts, told: map[string]toldEvent{}, requests: disruption.NewRequestMemo()}
 }
 
 // Runnable runs passes until ctx ends (on the leader only).
@@ -493,23 +493,30 @@ func metricReason(r karpv1.DisruptionReason) string {
 	return string(r)
 }
 
-// explain publishes why nodes stay, once per change of reason: a
-// DisruptionBlocked event when the node or its pods block any voluntary
-// disruption, Unconsolidatable otherwise; on the NodeClaim and its node.
+// explain publishes why nodes stay, as events on the NodeClaim and its
+// node: DisruptionBlocked when the node or its pods block any voluntary
+// disruption, Unconsolidatable otherwise. A node's event goes out when its
+// kind changes, or when its message changes and the last one is older
+// than eventRepeat (messages name pods, which come and go).
 func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
+	now := l.clock.Now()
 	seen := make(map[string]bool, len(cands))
 	for _, c := range cands {
 		name := c.Name()
 		seen[name] = true
 		why, ok := stays[name]
-		if !ok || l.told[name] == why {
+		if !ok {
 			continue
 		}
-		l.told[name] = why
 		reason := ReasonUnconsolidatable
-		if disruption.Blocked(c, l.clock.Now()) != "" {
+		if disruption.Blocked(c, now) != "" {
 			reason = ReasonDisruptionBlocked
 		}
+		last, told := l.told[name]
+		if told && (last.message == why || last.reason == reason && now.Sub(last.at) < eventRepeat) {
+			continue
+		}
+		l.told[name] = toldEvent{reason: reason, message: why, at: now}
 		l.recorder.Event(c.NodeClaim, corev1.EventTypeNormal, reason, why)
 		if c.Node != nil {
 			l.recorder.Event(c.Node, corev1.EventTypeNormal, reason, why)
@@ -520,6 +527,16 @@ func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
 			delete(l.told, name)
 		}
 	}
+}
+
+// eventRepeat bounds how often a node's changing reason to stay is
+// published (Karpenter dedupes Unconsolidatable for 15 minutes).
+const eventRepeat = 15 * time.Minute
+
+// toldEvent is the last event published for a node that stays.
+type toldEvent struct {
+	reason, message string
+	at              time.Time
 }
 
 // consolidationType labels a command's metrics as Karpenter does.
