@@ -20,6 +20,6 @@ launches, replaces and removes nodes to fit the pods that cannot be scheduled.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand(), newExplainCommand())
+	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand(), newExplainCommand(), newFakeAWSCommand())
 	return root
 }

@@ -154,6 +154,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
 		}
 	}
+	// Counted once the registration is recorded: a conflict above retries
+	// the registration, which must not count the node twice.
+	if node != nil && !isTrue(before, karpv1.ConditionTypeRegistered) && isTrue(nc, karpv1.ConditionTypeRegistered) {
+		c.metrics.NodeRegistered(node)
+	}
 	if !ready {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, nil // liveness, and nodes that change silently
 	}
@@ -234,7 +239,6 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 	}
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, karpv1.ConditionTypeRegistered, true, "", "")
-	c.metrics.NodeRegistered(node)
 	return node, nil
 }
 

@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -40,7 +43,7 @@ type env struct {
 	controller  *Controller
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t *testing.T, intercept ...interceptor.Funcs) env {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme} {
@@ -48,11 +51,15 @@ func newEnv(t *testing.T) env {
 			t.Fatal(err)
 		}
 	}
-	kube := fake.NewClientBuilder().WithScheme(s).
+	builder := fake.NewClientBuilder().WithScheme(s).
 		WithStatusSubresource(&karpv1.NodeClaim{}).
 		WithIndex(&corev1.Node{}, NodeProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 		WithIndex(&karpv1.NodeClaim{}, NodeClaimProviderIDIndex, func(o client.Object) []string { return []string{o.(*karpv1.NodeClaim).Status.ProviderID} }).
-		WithObjects(&kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}).Build()
+		WithObjects(&kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	for _, f := range intercept {
+		builder = builder.WithInterceptorFuncs(f)
+	}
+	kube := builder.Build()
 	types, err := catalog.Parse("t", []byte(`[{"name": "small", "architecture": "amd64", "resources": {"cpu": "2", "memory": "8Gi", "pods": "20"},
 		"offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.1}]}]`))
 	if err != nil {
@@ -169,6 +176,48 @@ func TestLifecycleFromClaimToReadyNode(t *testing.T) {
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "web-abc"}, node); err != nil || node.Labels[karpv1.LabelNodeInitialized] != "true" {
 		t.Errorf("node not labelled initialized: %v %v", node.Labels, err)
 	}
+}
+
+// A registration whose status update conflicts is retried, and the node
+// is counted once.
+func TestRegistrationCountedOnceAcrossAConflict(t *testing.T) {
+	conflicts := 1
+	e := newEnv(t, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		if nc, ok := obj.(*karpv1.NodeClaim); ok && conflicts > 0 && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeRegistered) {
+			conflicts--
+			return apierrors.NewConflict(karpv1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), nc.Name, errors.New("changed meanwhile"))
+		}
+		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}})
+	e.create(t, "web-abc")
+	if _, err := e.controller.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-abc"}}); err == nil {
+		t.Fatal("the conflicting status update did not fail the reconcile")
+	}
+	nc, _ := e.reconcile(t, "web-abc")
+	if condition(nc, "Registered") != "True/Registered" {
+		t.Fatalf("after the retry: %s", condition(nc, "Registered"))
+	}
+	if n := counterSum(t, e.metrics, "karpenter_nodes_created_total"); n != 1 {
+		t.Errorf("karpenter_nodes_created_total = %v, want 1", n)
+	}
+}
+
+// counterSum adds up a counter family's series.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 func TestInsufficientCapacityDeletesTheClaimAndRemembersTheOffering(t *testing.T) {

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/nodewright/nodewright/providers/aws/fake"
+)
+
+func newFakeAWSCommand() *cobra.Command {
+	var listen, clusterName, catalogFile string
+	cmd := &cobra.Command{
+		Use:   "fake-aws --cluster-name NAME [--listen 127.0.0.1:PORT]",
+		Short: "Serve a fake AWS on loopback for local runs and tests",
+		Long: `Serves, on a loopback address, the AWS calls Nodewright's AWS provider makes (EC2, SSM), answered
+from the instance catalog and a simulated account: a VPC with a subnet in each of us-east-1a/b/c and a
+security group tagged karpenter.sh/discovery=NAME, the role KarpenterNodeRole-NAME with an instance
+profile, and current AL2023 and Bottlerocket AMIs (amd64 and arm64, standard and NVIDIA) published
+under their SSM alias parameters. Point an SDK at it with its endpoint URL. Nothing leaves the machine.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if clusterName == "" {
+				return errors.New("--cluster-name: required (the karpenter.sh/discovery tag value)")
+			}
+			types, err := loadCatalog(catalogFile)
+			if err != nil {
+				return fmt.Errorf("--catalog %q: %w", catalogFile, err)
+			}
+			ctx := cmd.Context()
+			if ctx == nil {
+				ctx = ctrl.SetupSignalHandler()
+			}
+			return serveFakeAWS(ctx, listen, fake.Options{InstanceTypes: types, World: fake.DefaultWorld(clusterName)}, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4566", "loopback address to serve on (port 0: any free port)")
+	cmd.Flags().StringVar(&clusterName, "cluster-name", "", "cluster name the fake account's resources are tagged for")
+	cmd.Flags().StringVar(&catalogFile, "catalog", "", "instance-type catalog (default: the embedded AWS-like us-east-1 catalog)")
+	return cmd
+}
+
+// serveFakeAWS serves a fake on listen until ctx ends, after printing its
+// endpoint on out.
+func serveFakeAWS(ctx context.Context, listen string, opts fake.Options, out io.Writer) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--listen %q: only loopback addresses (127.0.0.1, ::1, localhost): the fake must not be reachable from elsewhere", listen)
+	}
+	server, err := fake.New(opts)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	fmt.Fprintf(out, "fake AWS serving at http://%s (region us-east-1)\n", l.Addr())
+	srv := &http.Server{Handler: server, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,22 @@
+package fake
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+)
+
+// Config is an aws-sdk-go-v2 configuration for a fake served at endpoint:
+// every client made from it calls the fake, anonymously, in us-east-1,
+// retrying throttled calls without waiting.
+func Config(endpoint string) aws.Config {
+	return aws.Config{
+		Region: "us-east-1", Credentials: aws.AnonymousCredentials{}, BaseEndpoint: aws.String(endpoint),
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+			})
+		},
+	}
+}

@@ -1,0 +1,207 @@
+package fake
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// Server is the fake AWS. Its zero value is not usable; use New.
+type Server struct {
+	mu      sync.Mutex
+	region  string
+	catalog []catalog.InstanceType
+	world   World
+	// faults answer the next calls of an action with an error.
+	faults map[string][]Fault
+	// requests counts the calls per action, for tests.
+	requests map[string]int
+	nextID   int
+}
+
+// Options shape a fake.
+type Options struct {
+	// Region is the region answers speak of (default us-east-1).
+	Region string
+	// InstanceTypes are the types and offerings it sells (default: the
+	// embedded catalog).
+	InstanceTypes []catalog.InstanceType
+	// World is the VPC, images and roles it starts with (see DefaultWorld).
+	World World
+}
+
+// Fault is an injected failure: an HTTP status and an AWS error code.
+type Fault struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+// Throttled is the answer AWS gives a caller over its request rate.
+var Throttled = Fault{Status: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
+
+// Unavailable is a server-side failure.
+var Unavailable = Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: "An internal error has occurred."}
+
+// New returns a fake serving opts.
+func New(opts Options) (*Server, error) {
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.InstanceTypes == nil {
+		types, err := catalog.Default()
+		if err != nil {
+			return nil, fmt.Errorf("fake aws: %w", err)
+		}
+		opts.InstanceTypes = types
+	}
+	return &Server{region: opts.Region, catalog: opts.InstanceTypes, world: opts.World.clone(),
+		faults: map[string][]Fault{}, requests: map[string]int{}}, nil
+}
+
+// Fail makes the next n calls of action (e.g. "DescribeSubnets",
+// "GetParameter") fail with f.
+func (s *Server) Fail(action string, f Fault, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[action] = append(s.faults[action], f)
+	}
+}
+
+// Requests is how many calls of action the fake has answered (failed ones
+// included).
+func (s *Server) Requests(action string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests[action]
+}
+
+// ServeHTTP answers one AWS call: JSON protocols are told apart by their
+// X-Amz-Target header, Query protocols by their Action parameter.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 10<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		s.serveJSON(w, target, body)
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		writeQueryError(w, Fault{Status: http.StatusBadRequest, Code: "MalformedQueryString", Message: err.Error()})
+		return
+	}
+	action := form.Get("Action")
+	if f, failed := s.take(action); failed {
+		writeQueryError(w, f)
+		return
+	}
+	handler, ok := ec2Actions[action]
+	if !ok {
+		writeQueryError(w, Fault{Status: http.StatusBadRequest, Code: "InvalidAction", Message: fmt.Sprintf("the fake does not implement %s", action)})
+		return
+	}
+	s.mu.Lock()
+	out, fault := handler(s, query(form))
+	s.mu.Unlock()
+	if fault != nil {
+		writeQueryError(w, *fault)
+		return
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	if err := xml.NewEncoder(&buf).Encode(out); err != nil {
+		writeQueryError(w, Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()})
+		return
+	}
+	writeBody(w, "text/xml;charset=UTF-8", http.StatusOK, buf.Bytes())
+}
+
+// writeBody answers with a whole body and its length.
+func writeBody(w http.ResponseWriter, contentType string, status int, body []byte) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// take counts a call and pops an injected fault for it, if any.
+func (s *Server) take(action string) (Fault, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[action]++
+	if q := s.faults[action]; len(q) > 0 {
+		s.faults[action] = q[1:]
+		return q[0], true
+	}
+	return Fault{}, false
+}
+
+// serveJSON answers the JSON 1.1 protocols (SSM).
+func (s *Server) serveJSON(w http.ResponseWriter, target string, body []byte) {
+	service, action, _ := strings.Cut(target, ".")
+	if f, failed := s.take(action); failed {
+		writeJSONError(w, f)
+		return
+	}
+	handler, ok := jsonActions[service+"."+action]
+	if !ok {
+		writeJSONError(w, Fault{Status: http.StatusBadRequest, Code: "UnknownOperationException", Message: fmt.Sprintf("the fake does not implement %s", target)})
+		return
+	}
+	s.mu.Lock()
+	out, fault := handler(s, body)
+	s.mu.Unlock()
+	if fault != nil {
+		writeJSONError(w, *fault)
+		return
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		writeJSONError(w, Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()})
+		return
+	}
+	writeBody(w, "application/x-amz-json-1.1", http.StatusOK, body)
+}
+
+// queryError is EC2's error document.
+type queryError struct {
+	XMLName xml.Name `xml:"Response"`
+	Errors  struct {
+		Error struct {
+			Code    string `xml:"Code"`
+			Message string `xml:"Message"`
+		} `xml:"Error"`
+	} `xml:"Errors"`
+	RequestID string `xml:"RequestID"`
+}
+
+func writeQueryError(w http.ResponseWriter, f Fault) {
+	var e queryError
+	e.Errors.Error.Code, e.Errors.Error.Message, e.RequestID = f.Code, f.Message, "fake-request"
+	body, _ := xml.Marshal(e) // plain strings: cannot fail
+	writeBody(w, "text/xml;charset=UTF-8", f.Status, append([]byte(xml.Header), body...))
+}
+
+func writeJSONError(w http.ResponseWriter, f Fault) {
+	body, _ := json.Marshal(map[string]string{"__type": f.Code, "message": f.Message}) // plain strings: cannot fail
+	writeBody(w, "application/x-amz-json-1.1", f.Status, body)
+}
+
+// newID returns a fresh resource id with prefix ("i-", "lt-", ...).
+func (s *Server) newID(prefix string) string {
+	s.nextID++
+	return fmt.Sprintf("%s%017x", prefix, s.nextID)
+}
