@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/providers/aws/fake"
@@ -143,5 +145,35 @@ func TestResolutionErrorsNameTheTerm(t *testing.T) {
 	_, err := Subnets(context.Background(), ec2c, []awsv1.SubnetSelectorTerm{{ID: "subnet-0fake0000000000001"}})
 	if err == nil || !strings.Contains(err.Error(), "subnetSelectorTerms[0]") || !strings.Contains(err.Error(), "UnauthorizedOperation") {
 		t.Errorf("error %v: want the term and AWS's code", err)
+	}
+}
+
+// A node class's status lists what its selectors match; a selector that
+// matches nothing makes it not Ready with a message naming the selector.
+func TestResolveStatus(t *testing.T) {
+	_, ec2c, ssmc := apis(t)
+	ctx := context.Background()
+	nc := &awsv1.EC2NodeClass{}
+	nc.Name, nc.Generation = "default", 3
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "demo"}}}
+	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "demo"}}}
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
+	now := metav1.Now()
+	if err := Resolve(ctx, ec2c, ssmc, nc, "1.34", now); err != nil {
+		t.Fatal(err)
+	}
+	if len(nc.Status.Subnets) != 3 || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) != 4 || !meta.IsStatusConditionTrue(nc.Status.Conditions, ConditionReady) {
+		t.Fatalf("status %+v: want 3 subnets, 1 group, 4 AMIs, Ready", nc.Status)
+	}
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "typo"}}}
+	if err := Resolve(ctx, ec2c, ssmc, nc, "1.34", now); err != nil {
+		t.Fatal(err)
+	}
+	subnets := meta.FindStatusCondition(nc.Status.Conditions, ConditionSubnetsReady)
+	if subnets == nil || subnets.Status != metav1.ConditionFalse || !strings.Contains(subnets.Message, `"karpenter.sh/discovery":"typo"`) {
+		t.Errorf("SubnetsReady %+v: want False naming the selector", subnets)
+	}
+	if meta.IsStatusConditionTrue(nc.Status.Conditions, ConditionReady) {
+		t.Error("Ready with no subnet")
 	}
 }
