@@ -24,6 +24,7 @@ var ec2Actions = map[string]func(*Server, query) (any, *Fault){
 	"DescribeImages":                (*Server).describeImages,
 	"DescribeInstanceTypes":         (*Server).describeInstanceTypes,
 	"DescribeInstanceTypeOfferings": (*Server).describeInstanceTypeOfferings,
+	"DescribeSpotPriceHistory":      (*Server).describeSpotPriceHistory,
 }
 
 type subnetItem struct {

@@ -3,6 +3,7 @@ package fake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"testing"
@@ -191,5 +192,33 @@ func TestFaults(t *testing.T) {
 	_, err = c.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidAction" {
 		t.Errorf("a call the fake does not know: %v, want InvalidAction", err)
+	}
+}
+
+// Spot prices are the catalog's, per type and zone, as Linux/UNIX history.
+func TestDescribeSpotPriceHistory(t *testing.T) {
+	c := newClients(t)
+	out, err := c.ec2.DescribeSpotPriceHistory(context.Background(), &ec2.DescribeSpotPriceHistoryInput{
+		InstanceTypes: []ec2types.InstanceType{"m5.large"}, ProductDescriptions: []string{"Linux/UNIX"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, it := range c.fake.catalog {
+		if it.Name == "m5.large" {
+			for _, o := range it.Offerings {
+				if o.CapacityType == "spot" {
+					want[o.Zone] = fmt.Sprintf("%.6f", o.Price)
+				}
+			}
+		}
+	}
+	if len(out.SpotPriceHistory) != len(want) || len(want) == 0 {
+		t.Fatalf("%d prices, want %d", len(out.SpotPriceHistory), len(want))
+	}
+	for _, p := range out.SpotPriceHistory {
+		if want[aws.ToString(p.AvailabilityZone)] != aws.ToString(p.SpotPrice) || p.Timestamp == nil {
+			t.Errorf("%s in %s: %s, want %s", p.InstanceType, aws.ToString(p.AvailabilityZone), aws.ToString(p.SpotPrice), want[aws.ToString(p.AvailabilityZone)])
+		}
 	}
 }
