@@ -97,9 +97,9 @@ func (l *Loop) Explain(ctx context.Context, name string) (Explanation, error) {
 			return Explanation{}, err
 		}
 		if slices.ContainsFunc(d.Command.Candidates, func(x disruption.Candidate) bool { return x.Name() == c.Name() }) {
-			e.Verdict = "it goes: " + verdict(d.Command, c)
-			if !settled {
-				e.Verdict += " (once pods being provisioned for have landed and starting NodeClaims are up: the loop waits for a settled cluster)"
+			e.Verdict = "it goes: " + verdict(d.Command)
+			if !settled && method.name != "emptiness" {
+				e.Verdict += " (once the pods being provisioned for have landed: until then the loop waits)"
 			}
 			return e, nil
 		}
@@ -120,7 +120,7 @@ func (l *Loop) Explain(ctx context.Context, name string) (Explanation, error) {
 }
 
 // verdict describes a command that takes the candidate.
-func verdict(cmd disruption.Command, c disruption.Candidate) string {
+func verdict(cmd disruption.Command) string {
 	switch {
 	case len(cmd.Replacements) == 0 && len(cmd.Candidates) == 1:
 		return fmt.Sprintf("%s, deleted; its pods fit on the other nodes", cmd.Reason)
