@@ -51,24 +51,8 @@ func (s *Server) describeSubnets(q query) (any, *Fault) {
 	filters := q.filters()
 	out := describeSubnetsResponse{NS: ec2Namespace, RequestID: "fake"}
 	for _, sn := range s.world.Subnets {
-		field := func(name string) []string {
-			if v, ok := tagField(sn.Tags, name); ok {
-				return v
-			}
-			switch name {
-			case "subnet-id":
-				return []string{sn.ID}
-			case "vpc-id":
-				return []string{s.world.VPCID}
-			case "availability-zone":
-				return []string{sn.Zone}
-			case "availability-zone-id":
-				return []string{sn.ZoneID}
-			case "state":
-				return []string{"available"}
-			}
-			return nil
-		}
+		field := fieldsOf(sn.Tags, map[string]string{"subnet-id": sn.ID, "vpc-id": s.world.VPCID, "availability-zone": sn.Zone,
+			"availability-zone-id": sn.ZoneID, "state": "available"})
 		if (len(ids) == 0 || slices.Contains(ids, sn.ID)) && matches(field, filters) {
 			out.Subnets = append(out.Subnets, subnetItem{SubnetID: sn.ID, VPCID: s.world.VPCID, State: "available", AvailabilityZone: sn.Zone,
 				ZoneID: sn.ZoneID, CIDR: sn.CIDR, AvailableIPs: sn.AvailableIPs, Tags: tagsOf(sn.Tags)})
@@ -98,20 +82,7 @@ func (s *Server) describeSecurityGroups(q query) (any, *Fault) {
 	filters := q.filters()
 	out := describeSecurityGroupsResponse{NS: ec2Namespace, RequestID: "fake"}
 	for _, sg := range s.world.SecurityGroups {
-		field := func(name string) []string {
-			if v, ok := tagField(sg.Tags, name); ok {
-				return v
-			}
-			switch name {
-			case "group-id":
-				return []string{sg.ID}
-			case "group-name":
-				return []string{sg.Name}
-			case "vpc-id":
-				return []string{s.world.VPCID}
-			}
-			return nil
-		}
+		field := fieldsOf(sg.Tags, map[string]string{"group-id": sg.ID, "group-name": sg.Name, "vpc-id": s.world.VPCID})
 		if (len(ids) == 0 || slices.Contains(ids, sg.ID)) && (len(names) == 0 || slices.Contains(names, sg.Name)) && matches(field, filters) {
 			out.Groups = append(out.Groups, securityGroupItem{GroupID: sg.ID, GroupName: sg.Name, Description: sg.Description, VPCID: s.world.VPCID, Tags: tagsOf(sg.Tags)})
 		}
@@ -143,24 +114,8 @@ func (s *Server) describeImages(q query) (any, *Fault) {
 	filters := q.filters()
 	out := describeImagesResponse{NS: ec2Namespace, RequestID: "fake"}
 	for _, im := range s.world.Images {
-		field := func(name string) []string {
-			if v, ok := tagField(im.Tags, name); ok {
-				return v
-			}
-			switch name {
-			case "image-id":
-				return []string{im.ID}
-			case "name":
-				return []string{im.Name}
-			case "owner-id":
-				return []string{im.Owner}
-			case "architecture":
-				return []string{im.Architecture}
-			case "state":
-				return []string{"available"}
-			}
-			return nil
-		}
+		field := fieldsOf(im.Tags, map[string]string{"image-id": im.ID, "name": im.Name, "owner-id": im.Owner,
+			"architecture": im.Architecture, "state": "available"})
 		owned := len(owners) == 0 || slices.Contains(owners, im.Owner) ||
 			slices.Contains(owners, "amazon") && (im.Owner == OwnerAmazon || im.Owner == OwnerBottlerocket)
 		if (len(ids) == 0 || slices.Contains(ids, im.ID)) && owned && matches(field, filters) {
@@ -300,15 +255,7 @@ func (s *Server) describeInstanceTypeOfferings(q query) (any, *Fault) {
 			zones = []string{s.region}
 		}
 		for _, z := range zones {
-			field := func(name string) []string {
-				switch name {
-				case "location":
-					return []string{z}
-				case "instance-type":
-					return []string{it.Name}
-				}
-				return nil
-			}
+			field := fieldsOf(nil, map[string]string{"location": z, "instance-type": it.Name})
 			if matches(field, filters) {
 				all = append(all, offeringItem{InstanceType: it.Name, LocationType: locationType, Location: z})
 			}

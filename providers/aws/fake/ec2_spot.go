@@ -41,17 +41,7 @@ func (s *Server) describeSpotPriceHistory(q query) (any, *Fault) {
 			if o.CapacityType != karpv1.CapacityTypeSpot {
 				continue
 			}
-			field := func(name string) []string {
-				switch name {
-				case "availability-zone":
-					return []string{o.Zone}
-				case "instance-type":
-					return []string{it.Name}
-				case "product-description":
-					return []string{"Linux/UNIX"}
-				}
-				return nil
-			}
+			field := fieldsOf(nil, map[string]string{"availability-zone": o.Zone, "instance-type": it.Name, "product-description": "Linux/UNIX"})
 			if matches(field, filters) {
 				all = append(all, spotPriceItem{InstanceType: it.Name, ProductDescription: "Linux/UNIX", SpotPrice: fmt.Sprintf("%.6f", o.Price),
 					Timestamp: "2026-11-30T00:00:00.000Z", AvailabilityZone: o.Zone})

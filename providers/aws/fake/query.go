@@ -67,6 +67,19 @@ func matches(field fielder, filters []filter) bool {
 	return true
 }
 
+// fieldsOf is the fielder of a resource with tags and named fields.
+func fieldsOf(tags map[string]string, fields map[string]string) fielder {
+	return func(name string) []string {
+		if v, ok := tagField(tags, name); ok {
+			return v
+		}
+		if v, ok := fields[name]; ok {
+			return []string{v}
+		}
+		return nil
+	}
+}
+
 // tagField answers "tag:KEY" and "tag-key" from tags.
 func tagField(tags map[string]string, name string) ([]string, bool) {
 	if name == "tag-key" {
