@@ -102,7 +102,11 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 			continue
 		}
 		if u := session.Drain(c.Node.Name); u != nil {
-			d.Stays[c.Name()] = fmt.Sprintf("pod %s/%s would have no place on the other nodes: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+			if u.Pod == nil { // the node is not one the solver's snapshot lets take part
+				d.Stays[c.Name()] = u.Reason
+			} else {
+				d.Stays[c.Name()] = fmt.Sprintf("pod %s/%s would have no place on the other nodes: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+			}
 			continue
 		}
 		removed[c.Name()], removed[c.Node.Name] = true, true

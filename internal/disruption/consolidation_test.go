@@ -308,3 +308,19 @@ func TestMergeSkipsNodesOfUnknownPrice(t *testing.T) {
 		t.Errorf("command %s with %d replacements, stays %v: want a and b merged, the retired node left out", names(d.Command.Candidates), len(d.Command.Replacements), d.Stays)
 	}
 }
+
+// A candidate whose node the cluster snapshot does not count as a
+// receiver (not initialized there yet) stays, with a reason, and no panic.
+func TestUnderutilizedCandidateMissingFromTheSnapshot(t *testing.T) {
+	np := underutilizedPool("100%")
+	a, b := candidate("a", np, time.Hour, cpuPod("a1", "1")), candidate("b", np, time.Hour)
+	starting := schedNode(a)
+	starting.Initialized = false
+	d, err := Underutilized([]Candidate{a, b}, []sched.Node{starting, schedNode(b)}, nil, sched.Input{}, DefaultPolicy, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(d.Command.Candidates, func(c Candidate) bool { return c.Name() == "a" }) || !strings.Contains(d.Stays["a"], "not a candidate") {
+		t.Errorf("takes %q, stays %v: want a kept, with a reason", names(d.Command.Candidates), d.Stays)
+	}
+}
