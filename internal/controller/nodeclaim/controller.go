@@ -154,9 +154,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
 		}
 	}
-	// Counted once the registration is recorded: a conflict above retries
-	// the registration, which must not count the node twice.
-	if node != nil && !isTrue(before, karpv1.ConditionTypeRegistered) && isTrue(nc, karpv1.ConditionTypeRegistered) {
+	// Counted once the registration is recorded (a conflict above retries
+	// the registration), and once per NodeClaim (its node name is set
+	// once).
+	if node != nil && before.Status.NodeName == "" && nc.Status.NodeName != "" {
 		c.metrics.NodeRegistered(node)
 	}
 	if !ready {
@@ -210,6 +211,14 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 	if err := c.kube.List(ctx, nodes, client.MatchingFields{NodeProviderIDIndex: nc.Status.ProviderID}); err != nil {
 		return nil, fmt.Errorf("finding the node of nodeclaim %s: %w", nc.Name, err)
 	}
+	if isTrue(nc, karpv1.ConditionTypeRegistered) {
+		// Registered stays registered: a node missing from the cache for a
+		// moment (or gone: garbage collection's business) does not undo it.
+		if len(nodes.Items) == 1 {
+			return &nodes.Items[0], nil
+		}
+		return nil, nil
+	}
 	switch len(nodes.Items) {
 	case 0:
 		c.setCondition(nc, karpv1.ConditionTypeRegistered, false, "NodeNotFound", "no node has registered with provider ID "+nc.Status.ProviderID)
@@ -220,9 +229,6 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 		return nil, nil
 	}
 	node := &nodes.Items[0]
-	if isTrue(nc, karpv1.ConditionTypeRegistered) {
-		return node, nil // synced once, at registration; agents own the node's taints since
-	}
 	if c.hinter != nil {
 		// Before the node can take pods, so kube-scheduler places the
 		// planned ones there first. A failed hint costs packing, not

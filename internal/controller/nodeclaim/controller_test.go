@@ -294,3 +294,36 @@ karpenter_nodeclaims_disrupted_total{capacity_type="",consolidation_policy="",no
 		t.Error(err)
 	}
 }
+
+// Registered stays registered when the node is missing for a while, and
+// the node is counted once when it is seen again.
+func TestRegisteredStaysRegistered(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.create(t, "web-abc")
+	e.reconcile(t, "web-abc")
+	node := &corev1.Node{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "web-abc"}, node); err != nil {
+		t.Fatal(err)
+	}
+	saved := node.DeepCopy()
+	node.Finalizers = nil
+	if err := e.kube.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kube.Delete(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := e.reconcile(t, "web-abc")
+	if condition(nc, "Registered") != "True/Registered" {
+		t.Fatalf("with the node missing: Registered %s, want it kept", condition(nc, "Registered"))
+	}
+	saved.ResourceVersion = ""
+	if err := e.kube.Create(ctx, saved); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t, "web-abc")
+	if n := counterSum(t, e.metrics, "karpenter_nodes_created_total"); n != 1 {
+		t.Errorf("karpenter_nodes_created_total = %v, want 1", n)
+	}
+}
