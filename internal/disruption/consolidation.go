@@ -67,19 +67,9 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		return cmp.Or(cmp.Compare(moves[a.Name()], moves[b.Name()]),
 			a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
 	})
-	left := map[string]int{}
-	explain := map[string]string{}
-	for pool := range members {
-		for _, c := range eligible {
-			if c.NodePool.Name == pool {
-				n, why, err := Allowed(c.NodePool, karpv1.DisruptionReasonUnderutilized, members[pool], disrupting[pool], now)
-				if err != nil {
-					return Decision{}, err
-				}
-				left[pool], explain[pool] = n, why
-				break
-			}
-		}
+	left, explain, err := budgetsLeft(eligible, karpv1.DisruptionReasonUnderutilized, members, disrupting, now)
+	if err != nil {
+		return Decision{}, err
 	}
 	if base.RequestsOf == nil {
 		base.RequestsOf = NewRequestMemo().Of
@@ -94,7 +84,6 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		order = append(order, c.Node.Name)
 	}
 	session := sched.NewSession(in, order, func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) })
-	removed := map[string]bool{}
 	for _, c := range eligible {
 		pool := c.NodePool.Name
 		if left[pool] <= 0 {
@@ -109,7 +98,6 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 			}
 			continue
 		}
-		removed[c.Name()], removed[c.Node.Name] = true, true
 		left[pool]--
 		d.Command.Candidates = append(d.Command.Candidates, c)
 	}
@@ -127,7 +115,7 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 		if left[c.NodePool.Name] <= 0 || i >= maxReplaceProbes {
 			continue
 		}
-		planned, why := replacement([]Candidate{c}, others(cluster, removed, c), pools, base, policy)
+		planned, why := replacement([]Candidate{c}, others(cluster, nil, c), pools, base, policy)
 		if why != "" {
 			d.Stays[c.Name()] = "it cannot simply go, and no replacement: " + why
 			continue
@@ -159,13 +147,8 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 	var run []Candidate
 	budget := maps.Clone(left)
 	priced := func(c Candidate) bool {
-		for _, p := range pools {
-			if p.Name == c.NodePool.Name {
-				_, ok := PriceOf(c.NodeClaim.Labels, p.InstanceTypes)
-				return ok
-			}
-		}
-		return false
+		_, ok := CandidatePrice(c, pools)
+		return ok
 	}
 	for _, c := range eligible {
 		// A node whose offering has no known price cannot be weighed
@@ -225,8 +208,8 @@ func receivers(cluster []sched.Node) []sched.Node {
 // and provisioning would buy for them again.
 func others(cluster []sched.Node, removed map[string]bool, c Candidate) []sched.Node {
 	var out []sched.Node
-	for _, n := range cluster {
-		if n.MarkedForDeletion || n.InFlight || !n.Initialized || removed[n.Name] || n.Name == c.NodeClaim.Name || c.Node != nil && n.Name == c.Node.Name {
+	for _, n := range receivers(cluster) {
+		if removed[n.Name] || n.Name == c.NodeClaim.Name || c.Node != nil && n.Name == c.Node.Name {
 			continue
 		}
 		out = append(out, n)

@@ -143,17 +143,9 @@ func Drift(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base
 		return cmp.Or(a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name(), b.Name()))
 	})
 	slices.SortStableFunc(drifted, func(a, b Candidate) int { return driftedAt(a).Compare(driftedAt(b)) })
-	left, explain := map[string]int{}, map[string]string{}
-	for _, c := range drifted {
-		pool := c.NodePool.Name
-		if _, ok := left[pool]; ok {
-			continue
-		}
-		n, why, err := Allowed(c.NodePool, karpv1.DisruptionReasonDrifted, members[pool], disrupting[pool], now)
-		if err != nil {
-			return Decision{}, err
-		}
-		left[pool], explain[pool] = n, why
+	left, explain, err := budgetsLeft(drifted, karpv1.DisruptionReasonDrifted, members, disrupting, now)
+	if err != nil {
+		return Decision{}, err
 	}
 	spent := func(c Candidate) bool {
 		if left[c.NodePool.Name] > 0 {

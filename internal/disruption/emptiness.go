@@ -89,6 +89,25 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 	return d, nil
 }
 
+// budgetsLeft is, for the pool of each candidate in cs, how many more of
+// its nodes its budgets for reason let go now, and which budget says so;
+// members and disrupting are PoolCounts over all candidates.
+func budgetsLeft(cs []Candidate, reason karpv1.DisruptionReason, members, disrupting map[string]int, now time.Time) (map[string]int, map[string]string, error) {
+	left, explain := map[string]int{}, map[string]string{}
+	for _, c := range cs {
+		pool := c.NodePool.Name
+		if _, ok := left[pool]; ok {
+			continue
+		}
+		n, why, err := Allowed(c.NodePool, reason, members[pool], disrupting[pool], now)
+		if err != nil {
+			return nil, nil, err
+		}
+		left[pool], explain[pool] = n, why
+	}
+	return left, explain, nil
+}
+
 // PoolCounts counts each pool's NodeClaims and those of them being
 // disrupted (budgets count both).
 func PoolCounts(cands []Candidate) (members, disrupting map[string]int) {

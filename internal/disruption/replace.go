@@ -57,16 +57,11 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 	}
 	for _, c := range cands {
 		labels := c.NodeClaim.Labels
-		var pool *sched.NodePool
-		for i := range pools {
-			if pools[i].Name == c.NodePool.Name {
-				pool = &pools[i]
-			}
-		}
+		pool := poolNamed(pools, c.NodePool.Name)
 		if pool == nil {
 			return sched.NodeClaim{}, "its NodePool's instance types are unknown"
 		}
-		price, ok := PriceOf(labels, pool.InstanceTypes)
+		price, ok := priceOf(labels, pool.InstanceTypes)
 		if !ok {
 			return sched.NodeClaim{}, fmt.Sprintf("the price of %s is unknown", labels[corev1.LabelInstanceTypeStable])
 		}
@@ -137,8 +132,28 @@ func cheapestOptions(nc sched.NodeClaim, n int) sched.NodeClaim {
 	return nc
 }
 
-// PriceOf is the price of the offering a node's labels name.
-func PriceOf(labels map[string]string, types []*catalog.InstanceType) (float64, bool) {
+// poolNamed finds a pool by name, or nil.
+func poolNamed(pools []sched.NodePool, name string) *sched.NodePool {
+	for i := range pools {
+		if pools[i].Name == name {
+			return &pools[i]
+		}
+	}
+	return nil
+}
+
+// CandidatePrice is the price of the candidate's offering among its pool's
+// instance types, and false when its pool or offering is unknown.
+func CandidatePrice(c Candidate, pools []sched.NodePool) (float64, bool) {
+	pool := poolNamed(pools, c.NodePool.Name)
+	if pool == nil {
+		return 0, false
+	}
+	return priceOf(c.NodeClaim.Labels, pool.InstanceTypes)
+}
+
+// priceOf is the price of the offering a node's labels name.
+func priceOf(labels map[string]string, types []*catalog.InstanceType) (float64, bool) {
 	for _, it := range types {
 		if it.Name != labels[corev1.LabelInstanceTypeStable] {
 			continue

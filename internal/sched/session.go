@@ -34,7 +34,6 @@ type Session struct {
 	pods      map[*corev1.Pod]*podState
 	candidate map[string]bool
 	pristine  map[*podState]podState
-	movable   func(*corev1.Pod) bool
 	// eligible caches each unrelaxed pod's reachable domains per group.
 	eligible map[any]map[*topoGroup][]string
 	journal  []func()
@@ -52,7 +51,7 @@ func NewSession(in Input, candidates []string, movable func(*corev1.Pod) bool) *
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
 	s.ix.RequestsOf = in.RequestsOf
 	s.memPerCPU = typicalMemPerCPU(nil)
-	x := &Session{s: s, byName: map[string]*nodeState{}, pods: map[*corev1.Pod]*podState{}, candidate: map[string]bool{}, eligible: map[any]map[*topoGroup][]string{}, pristine: map[*podState]podState{}, movable: movable}
+	x := &Session{s: s, byName: map[string]*nodeState{}, pods: map[*corev1.Pod]*podState{}, candidate: map[string]bool{}, eligible: map[any]map[*topoGroup][]string{}, pristine: map[*podState]podState{}}
 	for i := range in.Nodes {
 		ns := s.prepareNode(&in.Nodes[i])
 		s.nodes = append(s.nodes, ns)

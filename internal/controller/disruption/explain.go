@@ -143,12 +143,8 @@ func verdict(cmd disruption.Command) string {
 func facts(c disruption.Candidate, pools []sched.NodePool, cands []disruption.Candidate, now time.Time) []string {
 	labels := c.NodeClaim.Labels
 	price := "price unknown"
-	for _, p := range pools {
-		if p.Name == c.NodePool.Name {
-			if v, ok := disruption.PriceOf(labels, p.InstanceTypes); ok {
-				price = fmt.Sprintf("$%.4f/h", v)
-			}
-		}
+	if v, ok := disruption.CandidatePrice(c, pools); ok {
+		price = fmt.Sprintf("$%.4f/h", v)
 	}
 	daemons := len(c.Pods) - len(disruption.Reschedulable(c.Pods))
 	out := []string{
