@@ -13,11 +13,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -407,16 +409,40 @@ func TestExpireAfterReplacesOldNodes(t *testing.T) {
 	if err != nil || len(claims) != 1 {
 		t.Fatalf("nodeclaims %d (%v): want one", len(claims), err)
 	}
+	// The test holds the NodeClaim with a finalizer of its own, so its
+	// deletion time is always seen however fast the node goes.
+	const hold = "test.nodewright.io/hold"
 	old := claims[0]
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(&old), &old); err != nil {
+			return err
+		}
+		patch := client.MergeFromWithOptions(old.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		old.Finalizers = append(old.Finalizers, hold)
+		return kube.Patch(ctx, &old, patch)
+	})
+	if err != nil {
+		t.Fatalf("holding nodeclaim %s: %v", old.Name, err)
+	}
 	var goneAt time.Time
 	waitFor(ctx, t, 2*time.Minute, "the expired node replaced, the pod running on the new one", func(ctx context.Context) (bool, error) {
-		if goneAt.IsZero() && old.DeletionTimestamp == nil {
-			if err := kube.Get(ctx, client.ObjectKeyFromObject(&old), &old); client.IgnoreNotFound(err) != nil {
+		if goneAt.IsZero() {
+			var now karpv1.NodeClaim
+			if err := kube.Get(ctx, client.ObjectKeyFromObject(&old), &now); err != nil {
 				return false, err
 			}
-			if old.DeletionTimestamp != nil {
-				goneAt = old.DeletionTimestamp.Time
+			if now.DeletionTimestamp == nil {
+				return false, nil
 			}
+			patch := client.MergeFromWithOptions(now.DeepCopy(), client.MergeFromWithOptimisticLock{})
+			now.Finalizers = slices.DeleteFunc(now.Finalizers, func(f string) bool { return f == hold })
+			if err := kube.Patch(ctx, &now, patch); err != nil {
+				if apierrors.IsConflict(err) {
+					return false, nil
+				}
+				return false, err
+			}
+			goneAt = now.DeletionTimestamp.Time
 		}
 		if !gone(ctx, kube, &old) {
 			return false, nil
