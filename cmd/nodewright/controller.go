@@ -31,6 +31,7 @@ func newControllerCommand() *cobra.Command {
 		metricsAddr, healthAddr, leaderNamespace                                  string
 		batchIdle, batchMax, registrationDelay                                    time.Duration
 		leaderElect, kwokKubelet                                                  bool
+		awsFlags                                                                  awsOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -41,8 +42,8 @@ provider, and nodes are registered and initialized. Every flag can also be set b
 environment variable named in its help; the flag wins.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cloudProvider != "kwok" {
-				return fmt.Errorf("--cloud-provider %q: want kwok (the only provider so far)", cloudProvider)
+			if cloudProvider != "kwok" && cloudProvider != "aws" {
+				return fmt.Errorf("--cloud-provider %q: want kwok or aws", cloudProvider)
 			}
 			policy := sched.MinValuesPolicy(minValues)
 			if policy != sched.MinValuesStrict && policy != sched.MinValuesBestEffort {
@@ -68,8 +69,14 @@ environment variable named in its help; the flag wins.`,
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %q: loading the cluster configuration: %w", kubeconfig, err)
 			}
+			var awsConf operator.AWSConfig
+			if cloudProvider == "aws" {
+				if awsConf, err = awsFlags.config(cmd.Context()); err != nil {
+					return err
+				}
+			}
 			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
-				CloudProvider: cloudProvider, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
+				CloudProvider: cloudProvider, AWS: awsConf, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
 				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy, SpotToSpotConsolidation: gates[gateSpotToSpot],
 				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
 				Logger: zap.New(zap.Level(level), zap.JSONEncoder()), Version: resolvedVersion(),
@@ -78,7 +85,8 @@ environment variable named in its help; the flag wins.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", envDefault("KUBECONFIG", ""), "kubeconfig file (env KUBECONFIG; default: in-cluster)")
-	f.StringVar(&cloudProvider, "cloud-provider", envDefault("CLOUD_PROVIDER", "kwok"), "cloud provider: kwok (env CLOUD_PROVIDER)")
+	f.StringVar(&cloudProvider, "cloud-provider", envDefault("CLOUD_PROVIDER", "kwok"), "cloud provider: kwok or aws (env CLOUD_PROVIDER)")
+	awsFlags.register(f)
 	f.StringVar(&catalogFile, "catalog", envDefault("INSTANCE_TYPES_FILE_PATH", ""), "instance-type catalog for the kwok provider (env INSTANCE_TYPES_FILE_PATH; default: the embedded AWS-like catalog)")
 	f.DurationVar(&batchIdle, "batch-idle-duration", durationEnv("BATCH_IDLE_DURATION", time.Second), "a provisioning window closes after this long without new pending pods (env BATCH_IDLE_DURATION)")
 	f.DurationVar(&batchMax, "batch-max-duration", durationEnv("BATCH_MAX_DURATION", 10*time.Second), "a provisioning window closes after this long at most (env BATCH_MAX_DURATION)")

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/nodewright/nodewright/providers/aws/fake"
 )
 
 func newFakeAWSCommand() *cobra.Command {
-	var listen, clusterName, catalogFile string
+	var listen, clusterName, catalogFile, kubeconfig string
+	var bootDelay time.Duration
 	cmd := &cobra.Command{
 		Use:   "fake-aws --cluster-name NAME [--listen 127.0.0.1:PORT]",
 		Short: "Serve a fake AWS on loopback for local runs and tests",
@@ -24,7 +26,12 @@ func newFakeAWSCommand() *cobra.Command {
 from the instance catalog and a simulated account: a VPC with a subnet in each of us-east-1a/b/c and a
 security group tagged karpenter.sh/discovery=NAME, the role KarpenterNodeRole-NAME with an instance
 profile, and current AL2023 and Bottlerocket AMIs (amd64 and arm64, standard and NVIDIA) published
-under their SSM alias parameters. Point an SDK at it with its endpoint URL. Nothing leaves the machine.`,
+under their SSM alias parameters. Point an SDK at it with its endpoint URL. Nothing leaves the machine.
+
+With --kubeconfig the fake's instances also join that cluster: each running instance registers
+a Node (the labels and taints its user data asks for, its type's capacity) after --boot-delay,
+turns Ready and runs its pods (an emulated kubelet), and the Node of a terminated instance is
+deleted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusterName == "" {
@@ -38,28 +45,40 @@ under their SSM alias parameters. Point an SDK at it with its endpoint URL. Noth
 			if ctx == nil {
 				ctx = ctrl.SetupSignalHandler()
 			}
-			return serveFakeAWS(ctx, listen, fake.Options{InstanceTypes: types, World: fake.DefaultWorld(clusterName)}, cmd.OutOrStdout())
+			server, err := fake.New(fake.Options{InstanceTypes: types, World: fake.DefaultWorld(clusterName)})
+			if err != nil {
+				return err
+			}
+			if kubeconfig != "" {
+				restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+					&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+				if err != nil {
+					return fmt.Errorf("--kubeconfig %q: %w", kubeconfig, err)
+				}
+				errs := make(chan error, 1)
+				go func() { errs <- server.Join(ctx, restConfig, bootDelay) }()
+				defer func() { <-errs }()
+			}
+			return serveFakeAWS(ctx, listen, server, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:4566", "loopback address to serve on (port 0: any free port)")
 	cmd.Flags().StringVar(&clusterName, "cluster-name", "", "cluster name the fake account's resources are tagged for")
 	cmd.Flags().StringVar(&catalogFile, "catalog", "", "instance-type catalog (default: the embedded AWS-like us-east-1 catalog)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "cluster the fake's instances join as Nodes (default: none)")
+	cmd.Flags().DurationVar(&bootDelay, "boot-delay", 2*time.Second, "how long an instance takes to register its Node (with --kubeconfig)")
 	return cmd
 }
 
 // serveFakeAWS serves a fake on listen until ctx ends, after printing its
 // endpoint on out.
-func serveFakeAWS(ctx context.Context, listen string, opts fake.Options, out io.Writer) error {
+func serveFakeAWS(ctx context.Context, listen string, server *fake.Server, out io.Writer) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("--listen %q: %w", listen, err)
 	}
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("--listen %q: only loopback addresses (127.0.0.1, ::1, localhost): the fake must not be reachable from elsewhere", listen)
-	}
-	server, err := fake.New(opts)
-	if err != nil {
-		return err
 	}
 	l, err := net.Listen("tcp", listen)
 	if err != nil {

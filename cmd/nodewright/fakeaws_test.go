@@ -23,7 +23,11 @@ func TestFakeAWSServesOnLoopback(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serveFakeAWS(ctx, "127.0.0.1:0", fake.Options{World: fake.DefaultWorld("x")}, w) }()
+	server, err := fake.New(fake.Options{World: fake.DefaultWorld("x")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- serveFakeAWS(ctx, "127.0.0.1:0", server, w) }()
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil {
 		t.Fatal(err)

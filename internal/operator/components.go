@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/tools/record"
@@ -65,7 +66,7 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 }
 
 // Build wires the components from conf (conf.Clock must be set).
-func Build(conf Config, deps Dependencies) *Components {
+func Build(conf Config, deps Dependencies) (*Components, error) {
 	kube, clk, m := deps.Kube, conf.Clock, deps.Metrics
 	kwokProvider := kwok.New(kube, conf.InstanceTypes)
 	for _, o := range conf.KWOKRefusedOfferings {
@@ -75,14 +76,28 @@ func Build(conf Config, deps Dependencies) *Components {
 		kwokProvider.ServeEC2NodeClasses()
 	}
 	var provider cloudprovider.CloudProvider = kwokProvider
+	var providerControllers []watch.Controller
+	switch conf.CloudProvider {
+	case "kwok":
+	case "aws":
+		awsProvider, classes, err := buildAWS(conf, kube)
+		if err != nil {
+			return nil, err
+		}
+		provider = awsProvider
+		providerControllers = classes.Controllers()
+	default:
+		return nil, fmt.Errorf("cloud provider %q: want kwok or aws", conf.CloudProvider)
+	}
 	if deps.CloudProviderMetrics != nil {
-		provider = deps.CloudProviderMetrics.Decorate(kwokProvider)
+		provider = deps.CloudProviderMetrics.Decorate(provider)
 	}
 	cluster := state.NewCluster(clk)
 	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
 	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
 
 	c := &Components{Cluster: cluster, KWOK: kwokProvider}
+	c.Controllers = append(c.Controllers, providerControllers...)
 	c.Controllers = append(c.Controllers, hinter.Controllers()...)
 	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
@@ -103,5 +118,5 @@ func Build(conf Config, deps Dependencies) *Components {
 	}
 	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
-	return c
+	return c, nil
 }

@@ -28,7 +28,10 @@ func ExplainNode(ctx context.Context, restConfig *rest.Config, conf Config, name
 	}
 	conf.CloudProvider, conf.KWOKServesEC2NodeClasses = "kwok", true
 	conf.Clock, conf.Logger = clock.RealClock{}, logr.Discard()
-	components := Build(conf, Dependencies{Kube: kube, Recorder: &record.FakeRecorder{}})
+	components, err := Build(conf, Dependencies{Kube: kube, Recorder: &record.FakeRecorder{}})
+	if err != nil {
+		return disruption.Explanation{}, err
+	}
 	if err := Sync(ctx, kube, scheme, components.Cluster); err != nil {
 		return disruption.Explanation{}, fmt.Errorf("reading the cluster: %w", err)
 	}

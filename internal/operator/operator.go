@@ -35,8 +35,10 @@ import (
 // Config is everything Run needs; `nodewright controller` fills it from
 // flags and environment variables.
 type Config struct {
-	// CloudProvider names the provider; only "kwok" exists so far.
+	// CloudProvider names the provider: "kwok" or "aws".
 	CloudProvider string
+	// AWS configures the aws provider.
+	AWS AWSConfig
 	// InstanceTypes for the kwok provider.
 	InstanceTypes []catalog.InstanceType
 	// KWOKRefusedOfferings fail kwok launches with insufficient capacity
@@ -88,9 +90,6 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Run runs the controllers until ctx ends.
 func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
-	if conf.CloudProvider != "kwok" {
-		return fmt.Errorf("cloud provider %q: only kwok is available", conf.CloudProvider)
-	}
 	if conf.Clock == nil {
 		conf.Clock = clock.RealClock{}
 	}
@@ -127,7 +126,18 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := IndexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	c := Build(conf, Dependencies{Kube: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Metrics: m, CloudProviderMetrics: cpm})
+	if conf.CloudProvider == "aws" && conf.AWS.ClusterEndpoint == "" {
+		conf.AWS.ClusterEndpoint = restConfig.Host
+	}
+	if conf.CloudProvider == "aws" && conf.AWS.KubernetesVersion == "" {
+		if conf.AWS.KubernetesVersion, err = serverVersion(restConfig); err != nil {
+			return err
+		}
+	}
+	c, err := Build(conf, Dependencies{Kube: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Metrics: m, CloudProviderMetrics: cpm})
+	if err != nil {
+		return err
+	}
 	for _, w := range c.Controllers {
 		if err := w.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", w.Name, err)

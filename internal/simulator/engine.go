@@ -115,12 +115,15 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.report = newRecorder(e, opts.InstanceTypes)
-	e.components = operator.Build(operator.Config{
+	e.components, err = operator.Build(operator.Config{
 		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay, KWOKServesEC2NodeClasses: true,
 		KWOKHeartbeat: time.Hour, // heartbeats change nothing here but cost a write each
 		BatchIdle:     opts.BatchIdle, BatchMax: opts.BatchMax, MinValuesPolicy: opts.MinValuesPolicy,
 		OrphanInstanceAge: garbagecollection.MinInstanceAge, Logger: opts.Logger, Clock: e.clock,
 	}, operator.Dependencies{Kube: e.store, Recorder: e.report})
+	if err != nil {
+		return nil, err
+	}
 	e.controllers = append(e.controllers, e.components.Controllers...)
 	e.controllers = append(e.controllers, workloadControllers(e)...)
 	e.store.changed = e.changed

@@ -23,6 +23,11 @@ type KubeletOptions struct {
 	RegistrationDelay time.Duration
 	// HeartbeatInterval is how often a Ready node's condition is renewed.
 	HeartbeatInterval time.Duration
+	// ProviderIDPrefixes are the nodes it plays the kubelet of (default:
+	// kwok's); the fake AWS adds "aws:///" for its instances' nodes.
+	ProviderIDPrefixes []string
+	// Name prefixes its controllers' names (default "kwok.kubelet").
+	Name string
 }
 
 // DefaultKubeletOptions: ready at once, a heartbeat a minute.
@@ -45,23 +50,34 @@ func NewKubelet(kube client.Client, clk clock.Clock, opts KubeletOptions) *Kubel
 	if opts.HeartbeatInterval <= 0 {
 		opts.HeartbeatInterval = DefaultKubeletOptions.HeartbeatInterval
 	}
+	if opts.Name == "" {
+		opts.Name = "kwok.kubelet"
+	}
+	if len(opts.ProviderIDPrefixes) == 0 {
+		opts.ProviderIDPrefixes = []string{ProviderIDPrefix}
+	}
 	return &Kubelet{kube: kube, clock: clk, opts: opts}
+}
+
+// plays reports whether the emulator is the kubelet of a node.
+func (k *Kubelet) plays(n *corev1.Node) bool {
+	return slices.ContainsFunc(k.opts.ProviderIDPrefixes, func(p string) bool { return strings.HasPrefix(n.Spec.ProviderID, p) })
 }
 
 // Controllers declares two reconcilers: kwok nodes, and pods bound to
 // nodes.
 func (k *Kubelet) Controllers() []watch.Controller {
-	isKWOK := func(o client.Object) bool {
+	played := func(o client.Object) bool {
 		n, ok := o.(*corev1.Node)
-		return ok && strings.HasPrefix(n.Spec.ProviderID, ProviderIDPrefix)
+		return ok && k.plays(n)
 	}
 	bound := func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
 		return ok && p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil)
 	}
 	return []watch.Controller{
-		{Name: "kwok.kubelet.node", Reconciler: reconcile.Func(k.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, isKWOK)}},
-		{Name: "kwok.kubelet.pod", Reconciler: reconcile.Func(k.reconcilePod), Sources: []watch.Source{watch.For(&corev1.Pod{}, bound)}},
+		{Name: k.opts.Name + ".node", Reconciler: reconcile.Func(k.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, played)}},
+		{Name: k.opts.Name + ".pod", Reconciler: reconcile.Func(k.reconcilePod), Sources: []watch.Source{watch.For(&corev1.Pod{}, bound)}},
 	}
 }
 
@@ -156,7 +172,7 @@ func (k *Kubelet) reconcilePod(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, fmt.Errorf("reading node of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	if !strings.HasPrefix(node.Spec.ProviderID, ProviderIDPrefix) {
+	if !k.plays(node) {
 		return reconcile.Result{}, nil // a real kubelet's pod
 	}
 	if pod.DeletionTimestamp != nil {

@@ -193,6 +193,13 @@ func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (done boo
 		}
 		nc.Labels[k] = v
 	}
+	// The provider's annotations (e.g. the NodeClass hash it launched from).
+	for k, v := range launched.Annotations {
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[k] = v
+	}
 	if err := c.kube.Patch(ctx, nc, patch); err != nil {
 		return false, fmt.Errorf("labelling launched nodeclaim %s: %w", nc.Name, err)
 	}

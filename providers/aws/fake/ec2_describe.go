@@ -25,6 +25,13 @@ var ec2Actions = map[string]func(*Server, query) (any, *Fault){
 	"DescribeInstanceTypes":         (*Server).describeInstanceTypes,
 	"DescribeInstanceTypeOfferings": (*Server).describeInstanceTypeOfferings,
 	"DescribeSpotPriceHistory":      (*Server).describeSpotPriceHistory,
+	"CreateLaunchTemplate":          (*Server).createLaunchTemplate,
+	"DescribeLaunchTemplates":       (*Server).describeLaunchTemplates,
+	"DeleteLaunchTemplate":          (*Server).deleteLaunchTemplate,
+	"CreateFleet":                   (*Server).createFleet,
+	"DescribeInstances":             (*Server).describeInstances,
+	"TerminateInstances":            (*Server).terminateInstances,
+	"CreateTags":                    (*Server).createTags,
 }
 
 type subnetItem struct {

@@ -143,3 +143,26 @@ func tagsOf(tags map[string]string) *tagSet {
 	}
 	return out
 }
+
+// tags reads the tags of TagSpecification.N whose ResourceType is
+// resourceType.
+func (q query) tags(resourceType string) map[string]string {
+	out := map[string]string{}
+	for i := 1; ; i++ {
+		p := fmt.Sprintf("TagSpecification.%d.", i)
+		rt := q.get(p + "ResourceType")
+		if rt == "" {
+			return out
+		}
+		if rt != resourceType {
+			continue
+		}
+		for j := 1; ; j++ {
+			k := q.get(fmt.Sprintf("%sTag.%d.Key", p, j))
+			if k == "" {
+				break
+			}
+			out[k] = q.get(fmt.Sprintf("%sTag.%d.Value", p, j))
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/utils/clock"
+
 	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
@@ -26,6 +28,12 @@ type Server struct {
 	// requests counts the calls per action, for tests.
 	requests map[string]int
 	nextID   int
+	clock    clock.PassiveClock
+	// templates and instances are what callers made.
+	templates []LaunchTemplate
+	instances map[string]*Instance
+	// ice are pools CreateFleet finds no capacity in.
+	ice map[pool]bool
 }
 
 // Options shape a fake.
@@ -37,6 +45,8 @@ type Options struct {
 	InstanceTypes []catalog.InstanceType
 	// World is the VPC, images and roles it starts with (see DefaultWorld).
 	World World
+	// Clock stamps launch times (default: the real clock).
+	Clock clock.PassiveClock
 }
 
 // Fault is an injected failure: an HTTP status and an AWS error code.
@@ -64,8 +74,11 @@ func New(opts Options) (*Server, error) {
 		}
 		opts.InstanceTypes = types
 	}
-	return &Server{region: opts.Region, catalog: opts.InstanceTypes, world: opts.World.clone(),
-		faults: map[string][]Fault{}, requests: map[string]int{}}, nil
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Server{region: opts.Region, catalog: opts.InstanceTypes, world: opts.World.clone(), clock: opts.Clock,
+		faults: map[string][]Fault{}, requests: map[string]int{}, instances: map[string]*Instance{}, ice: map[pool]bool{}}, nil
 }
 
 // Fail makes the next n calls of action (e.g. "DescribeSubnets",
@@ -105,25 +118,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	action := form.Get("Action")
 	if f, failed := s.take(action); failed {
-		writeQueryError(w, f)
+		if form.Get("Version") == "2010-05-08" {
+			writeIAMError(w, f)
+		} else {
+			writeQueryError(w, f)
+		}
 		return
 	}
-	handler, ok := ec2Actions[action]
+	actions, document := ec2Actions, writeQueryError
+	if form.Get("Version") == "2010-05-08" {
+		actions, document = iamActions, writeIAMError
+	}
+	handler, ok := actions[action]
 	if !ok {
-		writeQueryError(w, Fault{Status: http.StatusBadRequest, Code: "InvalidAction", Message: fmt.Sprintf("the fake does not implement %s", action)})
+		document(w, Fault{Status: http.StatusBadRequest, Code: "InvalidAction", Message: fmt.Sprintf("the fake does not implement %s", action)})
 		return
 	}
 	s.mu.Lock()
 	out, fault := handler(s, query(form))
 	s.mu.Unlock()
 	if fault != nil {
-		writeQueryError(w, *fault)
+		document(w, *fault)
 		return
 	}
 	var buf bytes.Buffer
 	buf.WriteString(xml.Header)
 	if err := xml.NewEncoder(&buf).Encode(out); err != nil {
-		writeQueryError(w, Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()})
+		document(w, Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()})
 		return
 	}
 	writeBody(w, "text/xml;charset=UTF-8", http.StatusOK, buf.Bytes())
@@ -191,6 +212,27 @@ type queryError struct {
 func writeQueryError(w http.ResponseWriter, f Fault) {
 	var e queryError
 	e.Errors.Error.Code, e.Errors.Error.Message, e.RequestID = f.Code, f.Message, "fake-request"
+	body, _ := xml.Marshal(e) // plain strings: cannot fail
+	writeBody(w, "text/xml;charset=UTF-8", f.Status, append([]byte(xml.Header), body...))
+}
+
+// iamError is IAM's error document.
+type iamError struct {
+	XMLName xml.Name `xml:"ErrorResponse"`
+	Error   struct {
+		Type    string `xml:"Type"`
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	} `xml:"Error"`
+	RequestID string `xml:"RequestId"`
+}
+
+func writeIAMError(w http.ResponseWriter, f Fault) {
+	var e iamError
+	e.Error.Type, e.Error.Code, e.Error.Message, e.RequestID = "Sender", f.Code, f.Message, "fake-request"
+	if f.Status >= 500 {
+		e.Error.Type = "Receiver"
+	}
 	body, _ := xml.Marshal(e) // plain strings: cannot fail
 	writeBody(w, "text/xml;charset=UTF-8", f.Status, append([]byte(xml.Header), body...))
 }

@@ -17,6 +17,8 @@ type World struct {
 	Images           []Image
 	Parameters       map[string]string
 	InstanceProfiles []InstanceProfile
+	// Roles are IAM roles that may be put in instance profiles.
+	Roles []string
 }
 
 // Subnet is a subnet of the VPC.
@@ -75,6 +77,7 @@ func DefaultWorld(name string, kubernetesVersions ...string) World {
 	w.SecurityGroups = []SecurityGroup{{ID: "sg-0fake00000000001", Name: "eks-cluster-sg-" + name, Description: "EKS node security group", Tags: sgTags}}
 	role := "KarpenterNodeRole-" + name
 	w.InstanceProfiles = []InstanceProfile{{Name: role, ID: "AIPAFAKE0000000000001", Role: role}}
+	w.Roles = []string{role}
 	n := 0
 	image := func(owner, imageName, arch string) string {
 		n++
@@ -108,6 +111,7 @@ func (w World) clone() World {
 		out.Parameters = map[string]string{}
 	}
 	out.InstanceProfiles = slices.Clone(w.InstanceProfiles)
+	out.Roles = slices.Clone(w.Roles)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,14 +51,24 @@ func Resolve(ctx context.Context, ec2api EC2, ssmapi SSM, nc *awsv1.EC2NodeClass
 	set(ConditionSubnetsReady, len(subnets) > 0, "SubnetsNotFound", "SubnetSelector did not match any Subnets: "+describe(nc.Spec.SubnetSelectorTerms))
 	set(ConditionSecurityGroupsReady, len(groups) > 0, "SecurityGroupsNotFound", "SecurityGroupSelector did not match any SecurityGroups: "+describe(nc.Spec.SecurityGroupSelectorTerms))
 	set(ConditionAMIsReady, len(amis) > 0, "AMINotFound", "AMISelector did not match any AMIs: "+describe(nc.Spec.AMISelectorTerms))
+	SetReady(nc, now)
+	return nil
+}
+
+// SetReady sets Ready from the other conditions: True when every one of
+// them present is True, else False naming those that are not.
+func SetReady(nc *awsv1.EC2NodeClass, now metav1.Time) {
 	var notReady []string
-	for _, t := range []string{ConditionSubnetsReady, ConditionSecurityGroupsReady, ConditionAMIsReady} {
-		if !meta.IsStatusConditionTrue(nc.Status.Conditions, t) {
-			notReady = append(notReady, t)
+	for _, t := range []string{ConditionSubnetsReady, ConditionSecurityGroupsReady, ConditionAMIsReady, ConditionInstanceProfileReady} {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, t); c != nil && c.Status != metav1.ConditionTrue {
+			notReady = append(notReady, fmt.Sprintf("%s (%s)", t, c.Message))
 		}
 	}
-	set(ConditionReady, len(notReady) == 0, "NotReady", fmt.Sprintf("%v not true", notReady))
-	return nil
+	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ConditionReady, ObservedGeneration: nc.Generation, LastTransitionTime: now}
+	if len(notReady) > 0 {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "NotReady", strings.Join(notReady, "; ")
+	}
+	meta.SetStatusCondition(&nc.Status.Conditions, c)
 }
 
 // describe renders selector terms for a message.
