@@ -16,7 +16,7 @@ import (
 
 // awsOptions are the flags of the aws provider.
 type awsOptions struct {
-	clusterName, clusterEndpoint, clusterCABundle, region, endpoint, kubernetesVersion string
+	clusterName, clusterEndpoint, clusterCABundle, region, endpoint, kubernetesVersion, interruptionQueue string
 }
 
 func (o *awsOptions) register(f *pflag.FlagSet) {
@@ -25,6 +25,7 @@ func (o *awsOptions) register(f *pflag.FlagSet) {
 	f.StringVar(&o.clusterCABundle, "cluster-ca-bundle", envDefault("CLUSTER_CA_BUNDLE", ""), "aws: base64 PEM of the cluster CA nodes trust (env CLUSTER_CA_BUNDLE)")
 	f.StringVar(&o.region, "aws-region", envDefault("AWS_REGION", ""), "aws: region (env AWS_REGION; default: the SDK's configuration, us-east-1 with --aws-endpoint)")
 	f.StringVar(&o.endpoint, "aws-endpoint", envDefault("AWS_ENDPOINT_URL", ""), "aws: send every AWS call to this URL instead of AWS, e.g. `nodewright fake-aws`'s (env AWS_ENDPOINT_URL); must be loopback")
+	f.StringVar(&o.interruptionQueue, "interruption-queue", envDefault("INTERRUPTION_QUEUE", ""), "aws: SQS queue of spot interruption, rebalance, scheduled-change and instance state-change events (env INTERRUPTION_QUEUE; default: none)")
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", envDefault("KUBERNETES_VERSION", ""), "aws: Kubernetes minor version AMI aliases resolve for (env KUBERNETES_VERSION; default: the API server's)")
 }
 
@@ -35,7 +36,7 @@ func (o *awsOptions) config(ctx context.Context) (operator.AWSConfig, error) {
 	if o.clusterName == "" {
 		return operator.AWSConfig{}, errors.New("--cluster-name: required with --cloud-provider aws")
 	}
-	out := operator.AWSConfig{ClusterName: o.clusterName, ClusterEndpoint: o.clusterEndpoint, ClusterCABundle: o.clusterCABundle, KubernetesVersion: o.kubernetesVersion}
+	out := operator.AWSConfig{ClusterName: o.clusterName, ClusterEndpoint: o.clusterEndpoint, ClusterCABundle: o.clusterCABundle, KubernetesVersion: o.kubernetesVersion, InterruptionQueue: o.interruptionQueue}
 	if o.endpoint != "" {
 		u, err := url.Parse(o.endpoint)
 		if err != nil || u.Host == "" {

@@ -47,10 +47,13 @@ type Metrics struct {
 	nodeLifetime         *prometheus.HistogramVec
 	podsDrained          *prometheus.CounterVec
 	// disruption: the disruption loop's decisions and budgets.
-	disruption disruption
+	disruption   disruption
+	interruption interruption
 
 	mu       sync.Mutex
 	policies map[string]string // consolidation policy per NodePool, for disrupted_total
+	// registered are the instances whose node was counted created.
+	registered map[string]bool
 }
 
 // durationBuckets span a second to a day.
@@ -64,7 +67,7 @@ func counter(subsystem, name, help string, labels ...string) *prometheus.Counter
 // commit label karpenter_build_info.
 func New(reg prometheus.Registerer, version, commit string) (*Metrics, error) {
 	m := &Metrics{
-		policies: map[string]string{},
+		policies: map[string]string{}, registered: map[string]bool{},
 		nodeClaimsCreated: counter("nodeclaims", "created_total",
 			"Number of nodeclaims created, by reason, nodepool and whether minValues were relaxed.", "reason", "nodepool", "min_values_relaxed"),
 		nodeClaimsTerminated: counter("nodeclaims", "terminated_total",
@@ -105,7 +108,8 @@ func New(reg prometheus.Registerer, version, commit string) (*Metrics, error) {
 			[]string{"version", "goversion", "goarch", "commit"}),
 	}
 	m.disruption = newDisruption()
-	for _, c := range append(m.disruption.collectors(), m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted,
+	m.interruption = newInterruption()
+	for _, c := range append(append(m.disruption.collectors(), m.interruption.collectors()...), m.nodeClaimsCreated, m.nodeClaimsTerminated, m.nodeClaimsDisrupted,
 		m.nodesCreated, m.nodesTerminated, m.nodesDrained, m.evictionRequests, m.schedulingDuration, m.buildInfo,
 		m.nodePoolLimit, m.nodePoolUsage, m.nodeClaimTermination, m.nodeTermination, m.nodeLifetime, m.podsDrained) {
 		if err := reg.Register(c); err != nil {
@@ -166,9 +170,22 @@ func (m *Metrics) NodeClaimDisrupted(nc *karpv1.NodeClaim, reason string) {
 	m.nodeClaimsDisrupted.WithLabelValues(reason, pool, nc.Labels[karpv1.LabelCapacityType], policy, mode).Inc()
 }
 
-// NodeRegistered counts a node that registered for its NodeClaim.
+// NodeRegistered counts a node that registered for its NodeClaim, once
+// per instance (provider ID) however many times a registration is seen,
+// by however many controllers in the process, until NodeTerminated.
 func (m *Metrics) NodeRegistered(node *corev1.Node) {
 	if m == nil {
+		return
+	}
+	key := node.Spec.ProviderID
+	if key == "" {
+		key = node.Name
+	}
+	m.mu.Lock()
+	counted := m.registered[key]
+	m.registered[key] = true
+	m.mu.Unlock()
+	if counted {
 		return
 	}
 	m.nodesCreated.WithLabelValues(node.Labels[karpv1.LabelNodePool], node.Labels[corev1.LabelTopologyZone]).Inc()
@@ -181,6 +198,10 @@ func (m *Metrics) NodeTerminated(node *corev1.Node, drained bool, now time.Time)
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	delete(m.registered, node.Spec.ProviderID)
+	delete(m.registered, node.Name)
+	m.mu.Unlock()
 	pool := node.Labels[karpv1.LabelNodePool]
 	if node.DeletionTimestamp != nil {
 		m.nodeTermination.WithLabelValues(pool).Observe(now.Sub(node.DeletionTimestamp.Time).Seconds())

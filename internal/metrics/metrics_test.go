@@ -206,3 +206,27 @@ karpenter_nodepools_nodes_consuming_budgets{nodepool="web"} 1
 		t.Errorf("evaluation duration series: %d, %v", n, err)
 	}
 }
+
+// A node is counted created once per instance, however often its
+// registration is seen, and again only for a new instance.
+func TestNodeCountedOncePerInstance(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg, "v", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{karpv1.LabelNodePool: "web", corev1.LabelTopologyZone: "zone-a"}
+	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "kwok://a"}}
+	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "kwok://b"}}
+	m.NodeRegistered(a)
+	m.NodeRegistered(a)
+	m.NodeRegistered(b)
+	want := `
+# HELP karpenter_nodes_created_total Number of nodes registered, by nodepool and zone.
+# TYPE karpenter_nodes_created_total counter
+karpenter_nodes_created_total{nodepool="web",zone="zone-a"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_created_total"); err != nil {
+		t.Error(err)
+	}
+}

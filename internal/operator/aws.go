@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -29,6 +30,8 @@ type AWSConfig struct {
 	// KubernetesVersion ("1.37") picks the AMIs aliases resolve to; empty
 	// asks the API server.
 	KubernetesVersion string
+	// InterruptionQueue is the SQS queue of interruption events ("": none).
+	InterruptionQueue string
 }
 
 // buildAWS makes the aws provider and the EC2NodeClass controller.
@@ -38,8 +41,11 @@ func buildAWS(conf Config, kube client.Client) (*awsprovider.Provider, *nodeclas
 		return nil, nil, fmt.Errorf("the aws provider needs a cluster name (--cluster-name)")
 	}
 	ec2api := ec2.NewFromConfig(a.SDK)
+	// The Pricing API answers in us-east-1 (and two other regions) for
+	// every region.
+	prices := pricing.NewFromConfig(a.SDK, func(o *pricing.Options) { o.Region = "us-east-1" })
 	provider, err := awsprovider.New(kube, ec2api, awsprovider.Options{ClusterName: a.ClusterName, ClusterEndpoint: a.ClusterEndpoint,
-		ClusterCABundle: a.ClusterCABundle, Clock: conf.Clock})
+		ClusterCABundle: a.ClusterCABundle, Region: a.SDK.Region, Pricing: prices, Clock: conf.Clock, Log: conf.Logger.WithName("aws")})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodewright/nodewright/internal/controller/disruption"
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
@@ -21,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 	cpmetrics "github.com/nodewright/nodewright/pkg/cloudprovider/metrics"
+	"github.com/nodewright/nodewright/providers/aws/interruption"
 	"github.com/nodewright/nodewright/providers/kwok"
 )
 
@@ -43,6 +46,12 @@ type Components struct {
 	// Disruption makes and carries out disruption decisions, one pass at
 	// a time.
 	Disruption *disruption.Loop
+	// Interruption handles the aws provider's interruption queue (nil
+	// without one).
+	Interruption *interruption.Controller
+	// Runnables are the provider's own loops (the aws provider's launch
+	// template cleanup).
+	Runnables []manager.Runnable
 }
 
 // Dependencies are what the components act through.
@@ -77,6 +86,8 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	}
 	var provider cloudprovider.CloudProvider = kwokProvider
 	var providerControllers []watch.Controller
+	var queue interruption.SQS
+	var runnables []manager.Runnable
 	switch conf.CloudProvider {
 	case "kwok":
 	case "aws":
@@ -86,6 +97,10 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 		}
 		provider = awsProvider
 		providerControllers = classes.Controllers()
+		runnables = append(runnables, awsProvider.TemplateCleanup(5*time.Minute))
+		if conf.AWS.InterruptionQueue != "" {
+			queue = sqs.NewFromConfig(conf.AWS.SDK)
+		}
 	default:
 		return nil, fmt.Errorf("cloud provider %q: want kwok or aws", conf.CloudProvider)
 	}
@@ -96,7 +111,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
 	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
 
-	c := &Components{Cluster: cluster, KWOK: kwokProvider}
+	c := &Components{Cluster: cluster, KWOK: kwokProvider, Runnables: runnables}
 	c.Controllers = append(c.Controllers, providerControllers...)
 	c.Controllers = append(c.Controllers, hinter.Controllers()...)
 	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
@@ -118,5 +133,9 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	}
 	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
+	if queue != nil {
+		c.Interruption = interruption.New(kube, queue, c.Provisioner, unavailable, deps.Recorder, m, clk, conf.Logger.WithName("interruption"),
+			interruption.Options{Queue: conf.AWS.InterruptionQueue})
+	}
 	return c, nil
 }

@@ -149,6 +149,16 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 	if err := mgr.Add(c.Disruption.Runnable()); err != nil {
 		return err
 	}
+	for _, r := range c.Runnables {
+		if err := mgr.Add(r); err != nil {
+			return err
+		}
+	}
+	if c.Interruption != nil {
+		if err := mgr.Add(c.Interruption); err != nil {
+			return err
+		}
+	}
 	unregister, err := registerClusterCollector(metrics.NewClusterCollector(c.Cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 
 	"github.com/nodewright/nodewright/providers/aws/selectors"
 )
@@ -23,3 +24,9 @@ type EC2 interface {
 }
 
 var _ EC2 = (*ec2.Client)(nil)
+
+// Pricing is what the provider asks of the Pricing API; *pricing.Client
+// satisfies it.
+type Pricing interface {
+	pricing.GetProductsAPIClient
+}

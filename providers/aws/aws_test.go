@@ -6,9 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +43,7 @@ type env struct {
 	classes  *nodeclass.Controller
 	pool     *karpv1.NodePool
 	clock    *clocktesting.FakeClock
+	cfg      aws.Config
 }
 
 var fewTypes = []string{"t3.micro", "c5.large", "m5.large", "m5.xlarge", "r5.large", "c6g.large", "g5.xlarge"}
@@ -94,7 +98,7 @@ func newEnv(t *testing.T, class *awsv1.EC2NodeClass) *env {
 		nodeclass.Options{ClusterName: "demo", Region: "us-east-1", KubernetesVersion: "1.37"})
 	pool := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	pool.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class.Name}
-	return &env{fake: f, kube: kube, provider: provider, classes: classes, pool: pool, clock: clk}
+	return &env{fake: f, kube: kube, provider: provider, classes: classes, pool: pool, clock: clk, cfg: cfg}
 }
 
 // resolve runs the EC2NodeClass controller once and returns the class.
@@ -402,5 +406,83 @@ func TestDeletingANodeClassCleansUpAfterItsNodeClaims(t *testing.T) {
 	}
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, class); err == nil {
 		t.Errorf("the class is still there with finalizers %v", class.Finalizers)
+	}
+}
+
+// On-demand prices come from the Pricing API, over the embedded table;
+// when the API fails the table's prices stand.
+func TestOnDemandPricesFromThePricingAPI(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, defaultClass("default"))
+	e.resolve(t, "default")
+	table := map[string]float64{"m5.large": 9.99}
+	priceOf := func(p *awsprovider.Provider) float64 {
+		t.Helper()
+		types, err := p.GetInstanceTypes(ctx, e.pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range types {
+			for _, o := range it.Offerings {
+				if it.Name == "m5.large" && o.CapacityType == karpv1.CapacityTypeOnDemand {
+					return o.Price
+				}
+			}
+		}
+		t.Fatal("no on-demand m5.large offering")
+		return 0
+	}
+	withAPI, err := awsprovider.New(e.kube, ec2.NewFromConfig(e.cfg), awsprovider.Options{ClusterName: "demo", OnDemandPrices: table,
+		Pricing: pricing.NewFromConfig(e.cfg), Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := priceOf(withAPI); got != 0.096 || e.fake.Requests("GetProducts") < 1 {
+		t.Errorf("m5.large on-demand $%v after %d GetProducts pages, want the Pricing API's $0.096", got, e.fake.Requests("GetProducts"))
+	}
+	e.fake.Fail("GetProducts", fake.Unavailable, 100)
+	failing, err := awsprovider.New(e.kube, ec2.NewFromConfig(e.cfg), awsprovider.Options{ClusterName: "demo", OnDemandPrices: table,
+		Pricing: pricing.NewFromConfig(e.cfg), Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := priceOf(failing); got != 9.99 {
+		t.Errorf("m5.large on-demand $%v with the Pricing API down, want the table's $9.99", got)
+	}
+}
+
+// Launch templates nobody launched from for 10 minutes are deleted, and
+// made again when needed.
+func TestUnusedLaunchTemplatesAreCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, defaultClass("default"))
+	e.resolve(t, "default")
+	amd64 := req(corev1.LabelArchStable, "amd64")
+	noGPU := req("karpenter.k8s.aws/instance-gpu-count", "0")
+	if _, err := e.provider.Create(ctx, e.nodeClaim("a", amd64, noGPU)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := e.provider.CleanupLaunchTemplates(ctx); err != nil || n != 0 || len(e.fake.LaunchTemplates()) != 1 {
+		t.Fatalf("a template just used: deleted %d (%v), %d left; want it kept", n, err, len(e.fake.LaunchTemplates()))
+	}
+	e.clock.Step(awsprovider.TemplateIdle + time.Second)
+	if n, err := e.provider.CleanupLaunchTemplates(ctx); err != nil || n != 1 || len(e.fake.LaunchTemplates()) != 0 {
+		t.Fatalf("a template idle for %s: deleted %d (%v), %d left; want it gone", awsprovider.TemplateIdle, n, err, len(e.fake.LaunchTemplates()))
+	}
+	if _, err := e.provider.Create(ctx, e.nodeClaim("b", amd64, noGPU)); err != nil {
+		t.Fatalf("launching after the cleanup: %v", err)
+	}
+	if len(e.fake.LaunchTemplates()) != 1 {
+		t.Errorf("%d templates after a new launch, want it made again", len(e.fake.LaunchTemplates()))
+	}
+	// A template an earlier run made and this one never used goes once
+	// it is older than the idle time.
+	fresh, err := awsprovider.New(e.kube, ec2.NewFromConfig(e.cfg), awsprovider.Options{ClusterName: "demo", Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(awsprovider.TemplateIdle + time.Second)
+	if n, err := fresh.CleanupLaunchTemplates(ctx); err != nil || n != 1 {
+		t.Errorf("a template of an earlier run: deleted %d (%v), want 1", n, err)
 	}
 }

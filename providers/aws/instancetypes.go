@@ -2,7 +2,9 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -27,6 +31,8 @@ type inventory struct {
 	infos []ec2types.InstanceTypeInfo
 	zones map[string][]string
 	spot  map[string]map[string]float64
+	// onDemand are on-demand prices: the Pricing API's over the table.
+	onDemand map[string]float64
 }
 
 // inventoryCache reads the inventory at most once per refresh interval.
@@ -53,7 +59,16 @@ func (p *Provider) inventory(ctx context.Context) (*inventory, error) {
 	if inv := p.cache.inv; inv != nil && now.Sub(inv.read) < p.opts.RefreshInterval {
 		return inv, nil
 	}
-	inv := &inventory{read: now, zones: map[string][]string{}, spot: map[string]map[string]float64{}}
+	inv := &inventory{read: now, zones: map[string][]string{}, spot: map[string]map[string]float64{}, onDemand: maps.Clone(p.onDemand)}
+	if p.opts.Pricing != nil {
+		prices, err := onDemandPrices(ctx, p.opts.Pricing, p.opts.Region)
+		if err != nil {
+			p.opts.Log.Error(err, "reading on-demand prices from the Pricing API; using the embedded table")
+		}
+		for name, price := range prices {
+			inv.onDemand[name] = price
+		}
+	}
 	types := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(p.opts.PageSize)})
 	for types.HasMorePages() {
 		page, err := types.NextPage(ctx)
@@ -167,7 +182,7 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 			if !slices.Contains(subnetZones, zone) {
 				continue
 			}
-			if price, ok := p.onDemand[name]; ok {
+			if price, ok := inv.onDemand[name]; ok {
 				it.Offerings = append(it.Offerings, catalog.Offering{Zone: zone, CapacityType: karpv1.CapacityTypeOnDemand, Price: price, Available: true})
 			}
 			if price, ok := inv.spot[name][zone]; ok && slices.Contains(info.SupportedUsageClasses, ec2types.UsageClassTypeSpot) {
@@ -180,4 +195,60 @@ func (p *Provider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([
 	}
 	p.cache.built[nc.Name] = builtTypes{read: inv.read, version: version, types: out}
 	return out, nil
+}
+
+// onDemandPrices reads the region's Linux, shared-tenancy on-demand
+// prices per instance type from the Pricing API. What it read before an
+// error is returned with it.
+func onDemandPrices(ctx context.Context, api Pricing, region string) (map[string]float64, error) {
+	out := map[string]float64{}
+	match := func(field, value string) pricingtypes.Filter {
+		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String(field), Value: aws.String(value)}
+	}
+	pages := pricing.NewGetProductsPaginator(api, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), FormatVersion: aws.String("aws_v1"),
+		Filters: []pricingtypes.Filter{match("regionCode", region), match("operatingSystem", "Linux"), match("tenancy", "Shared"),
+			match("preInstalledSw", "NA"), match("capacitystatus", "Used")}})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return out, fmt.Errorf("reading on-demand prices: %w", err)
+		}
+		for _, item := range page.PriceList {
+			name, price, ok := parsePriceListItem(item)
+			if ok {
+				out[name] = price
+			}
+		}
+	}
+	return out, nil
+}
+
+// parsePriceListItem reads an instance type and its hourly USD price from
+// one price-list document.
+func parsePriceListItem(item string) (string, float64, bool) {
+	var doc struct {
+		Product struct {
+			Attributes struct {
+				InstanceType string `json:"instanceType"`
+			} `json:"attributes"`
+		} `json:"product"`
+		Terms struct {
+			OnDemand map[string]struct {
+				PriceDimensions map[string]struct {
+					PricePerUnit map[string]string `json:"pricePerUnit"`
+				} `json:"priceDimensions"`
+			} `json:"OnDemand"`
+		} `json:"terms"`
+	}
+	if json.Unmarshal([]byte(item), &doc) != nil || doc.Product.Attributes.InstanceType == "" {
+		return "", 0, false
+	}
+	for _, term := range doc.Terms.OnDemand {
+		for _, dim := range term.PriceDimensions {
+			if price, err := strconv.ParseFloat(dim.PricePerUnit["USD"], 64); err == nil && price > 0 {
+				return doc.Product.Attributes.InstanceType, price, true
+			}
+		}
+	}
+	return "", 0, false
 }

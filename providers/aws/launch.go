@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 	"github.com/mitchellh/hashstructure/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -353,7 +351,10 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, class *awsv1.EC2Nod
 	}
 	name := fmt.Sprintf("%s/%d", awsv1.Group, h)
 	p.templatesMu.Lock()
-	known := p.templates[name]
+	_, known := p.templates[name]
+	if known {
+		p.templates[name] = p.clock.Now()
+	}
 	p.templatesMu.Unlock()
 	if known {
 		return name, nil
@@ -376,12 +377,11 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, class *awsv1.EC2Nod
 	}
 	_, err = p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: req,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ltTags}}})
-	var apiErr smithy.APIError
-	if err != nil && !(errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidLaunchTemplateName.AlreadyExistsException") {
+	if err != nil && !IsErrorCode(err, "InvalidLaunchTemplateName.AlreadyExistsException") {
 		return "", fmt.Errorf("creating launch template %s for ec2nodeclass %s: %w", name, class.Name, err)
 	}
 	p.templatesMu.Lock()
-	p.templates[name] = true
+	p.templates[name] = p.clock.Now()
 	p.templatesMu.Unlock()
 	return name, nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,6 +44,8 @@ type Options struct {
 	// ClusterEndpoint and ClusterCABundle (base64 PEM) go into the user
 	// data nodes join the cluster with.
 	ClusterEndpoint, ClusterCABundle string
+	// Region is the region prices are read for (default us-east-1).
+	Region string
 	// ClusterCIDR is the service CIDR AL2023 nodes are told (default
 	// 10.100.0.0/16).
 	ClusterCIDR string
@@ -53,9 +55,13 @@ type Options struct {
 	// PageSize is the MaxResults of paginated describe calls (default 100).
 	PageSize int32
 	// OnDemandPrices are hourly on-demand prices by instance type (default:
-	// the embedded catalog's).
+	// the embedded catalog's): the table the Pricing API's answers
+	// override, and the fallback when it cannot be reached.
 	OnDemandPrices map[string]float64
-	Clock          clock.Clock
+	// Pricing is the Pricing API (nil: the table only).
+	Pricing Pricing
+	Clock   clock.Clock
+	Log     logr.Logger
 }
 
 // Provider is the AWS cloud provider.
@@ -66,9 +72,10 @@ type Provider struct {
 	clock    clock.Clock
 	onDemand map[string]float64
 	cache    inventoryCache
-	// templates are launch template names known to exist.
+	// templates are the launch templates known to exist, by name, and
+	// when a launch last used each.
 	templatesMu sync.Mutex
-	templates   map[string]bool
+	templates   map[string]time.Time
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -85,6 +92,12 @@ func New(kube client.Reader, ec2api EC2, opts Options) (*Provider, error) {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
 	}
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
 	if opts.ClusterCIDR == "" {
 		opts.ClusterCIDR = "10.100.0.0/16"
 	}
@@ -100,7 +113,7 @@ func New(kube client.Reader, ec2api EC2, opts Options) (*Provider, error) {
 		prices = OnDemandPrices(types)
 	}
 	return &Provider{kube: kube, ec2: ec2api, opts: opts, clock: opts.Clock, onDemand: prices,
-		cache: inventoryCache{built: map[string]builtTypes{}}, templates: map[string]bool{}}, nil
+		cache: inventoryCache{built: map[string]builtTypes{}}, templates: map[string]time.Time{}}, nil
 }
 
 // OnDemandPrices reads each type's on-demand price from a catalog (the
@@ -197,8 +210,7 @@ func (p *Provider) instance(ctx context.Context, providerID string) (ec2types.In
 	}
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
 	if err != nil {
-		var apiErr smithy.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidInstanceID.NotFound" {
+		if IsErrorCode(err, "InvalidInstanceID.NotFound") {
 			return ec2types.Instance{}, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s: %w", id, err))
 		}
 		return ec2types.Instance{}, fmt.Errorf("describing instance %s: %w", id, err)
@@ -246,8 +258,7 @@ func (p *Provider) Delete(ctx context.Context, nc *karpv1.NodeClaim) error {
 		return nil
 	}
 	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{aws.ToString(in.InstanceId)}}); err != nil {
-		var apiErr smithy.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidInstanceID.NotFound" {
+		if IsErrorCode(err, "InvalidInstanceID.NotFound") {
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("nodeclaim %s: %w", nc.Name, err))
 		}
 		return fmt.Errorf("terminating the instance of nodeclaim %s: %w", nc.Name, err)

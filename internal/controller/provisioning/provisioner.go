@@ -63,7 +63,30 @@ func NewProvisioner(kube client.Client, provider cloudprovider.CloudProvider, cl
 // Provision decides for the pods pending now and creates the NodeClaims the
 // plan calls for. It returns the NodeClaims created.
 func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	return p.provision(ctx, p.cluster.Snapshot())
+}
+
+// ProvisionFor plans new places for the pods of a node about to go (an
+// interrupted instance) as if they were pending, ahead of their eviction:
+// the node takes nothing new, the pods go to room elsewhere or to new
+// NodeClaims, which it creates and returns.
+func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*corev1.Pod) ([]*karpv1.NodeClaim, error) {
 	snap := p.cluster.Snapshot()
+	snap.Pending = nil
+	for _, pod := range pods {
+		moved := pod.DeepCopy()
+		moved.Spec.NodeName = ""
+		snap.Pending = append(snap.Pending, moved)
+	}
+	for i := range snap.Nodes {
+		if snap.Nodes[i].Name == node {
+			snap.Nodes[i].MarkedForDeletion = true
+		}
+	}
+	return p.provision(ctx, snap)
+}
+
+func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*karpv1.NodeClaim, error) {
 	if len(snap.Pending) == 0 {
 		return nil, nil
 	}

@@ -54,6 +54,26 @@ func (s *Server) Instances() []Instance {
 	return out
 }
 
+// AddInstance runs an instance as if launched outside Nodewright's
+// provider (a leaked one, or a test's): it gets an ID, a launch time and
+// a private DNS name, and its ID is returned.
+func (s *Server) AddInstance(in Instance) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	in.ID = fmt.Sprintf("i-0fake%012d", s.nextID)
+	in.LaunchTime = s.clock.Now()
+	in.PrivateDNSName = fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", s.nextID/250%250, s.nextID%250)
+	if in.State == "" {
+		in.State = "running"
+	}
+	if in.Tags == nil {
+		in.Tags = map[string]string{}
+	}
+	s.instances[in.ID] = &in
+	return in.ID
+}
+
 // SetInstanceState moves an instance to state (e.g. "stopping"), as AWS
 // would on its own.
 func (s *Server) SetInstanceState(id, state string) error {

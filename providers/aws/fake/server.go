@@ -2,6 +2,7 @@ package fake
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -34,6 +36,8 @@ type Server struct {
 	instances map[string]*Instance
 	// ice are pools CreateFleet finds no capacity in.
 	ice map[pool]bool
+	// queues are SQS queues by name.
+	queues map[string]*queue
 }
 
 // Options shape a fake.
@@ -77,8 +81,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
+	queues := map[string]*queue{}
+	for _, name := range opts.World.Queues {
+		queues[name] = &queue{name: name}
+	}
 	return &Server{region: opts.Region, catalog: opts.InstanceTypes, world: opts.World.clone(), clock: opts.Clock,
-		faults: map[string][]Fault{}, requests: map[string]int{}, instances: map[string]*Instance{}, ice: map[pool]bool{}}, nil
+		faults: map[string][]Fault{}, requests: map[string]int{}, instances: map[string]*Instance{}, ice: map[pool]bool{}, queues: queues}, nil
 }
 
 // Fail makes the next n calls of action (e.g. "DescribeSubnets",
@@ -108,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
-		s.serveJSON(w, target, body)
+		s.serveJSON(r.Context(), w, target, body)
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -170,8 +178,15 @@ func (s *Server) take(action string) (Fault, bool) {
 	return Fault{}, false
 }
 
-// serveJSON answers the JSON 1.1 protocols (SSM).
-func (s *Server) serveJSON(w http.ResponseWriter, target string, body []byte) {
+// call runs a JSON handler under the server's lock.
+func (s *Server) call(handler func(*Server, []byte) (any, *Fault), body []byte) (any, *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return handler(s, body)
+}
+
+// serveJSON answers the JSON protocols (SSM, SQS).
+func (s *Server) serveJSON(ctx context.Context, w http.ResponseWriter, target string, body []byte) {
 	service, action, _ := strings.Cut(target, ".")
 	if f, failed := s.take(action); failed {
 		writeJSONError(w, f)
@@ -182,9 +197,18 @@ func (s *Server) serveJSON(w http.ResponseWriter, target string, body []byte) {
 		writeJSONError(w, Fault{Status: http.StatusBadRequest, Code: "UnknownOperationException", Message: fmt.Sprintf("the fake does not implement %s", target)})
 		return
 	}
-	s.mu.Lock()
-	out, fault := handler(s, body)
-	s.mu.Unlock()
+	out, fault := s.call(handler, body)
+	// SQS long polling: ask again until a message comes or the wait ends.
+	if action == "ReceiveMessage" && fault == nil {
+		deadline := time.Now().Add(longPoll(body))
+		for len(out.(map[string]any)["Messages"].([]sqsMessage)) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond)
+			out, fault = s.call(handler, body)
+			if fault != nil {
+				break
+			}
+		}
+	}
 	if fault != nil {
 		writeJSONError(w, *fault)
 		return
@@ -194,7 +218,11 @@ func (s *Server) serveJSON(w http.ResponseWriter, target string, body []byte) {
 		writeJSONError(w, Fault{Status: http.StatusInternalServerError, Code: "InternalError", Message: err.Error()})
 		return
 	}
-	writeBody(w, "application/x-amz-json-1.1", http.StatusOK, body)
+	contentType := "application/x-amz-json-1.1"
+	if service == "AmazonSQS" {
+		contentType = "application/x-amz-json-1.0"
+	}
+	writeBody(w, contentType, http.StatusOK, body)
 }
 
 // queryError is EC2's error document.

@@ -8,7 +8,12 @@ import (
 
 // jsonActions are the JSON 1.1 calls the fake answers, by X-Amz-Target.
 var jsonActions = map[string]func(*Server, []byte) (any, *Fault){
-	"AmazonSSM.GetParameter": (*Server).getParameter,
+	"AmazonSSM.GetParameter":          (*Server).getParameter,
+	"AmazonSQS.GetQueueUrl":           (*Server).getQueueURL,
+	"AmazonSQS.SendMessage":           (*Server).sendMessage,
+	"AmazonSQS.ReceiveMessage":        (*Server).receiveMessage,
+	"AmazonSQS.DeleteMessage":         (*Server).deleteMessage,
+	"AWSPriceListService.GetProducts": (*Server).getProducts,
 }
 
 type ssmParameter struct {

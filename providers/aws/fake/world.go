@@ -19,6 +19,8 @@ type World struct {
 	InstanceProfiles []InstanceProfile
 	// Roles are IAM roles that may be put in instance profiles.
 	Roles []string
+	// Queues are SQS queues by name.
+	Queues []string
 }
 
 // Subnet is a subnet of the VPC.
@@ -78,6 +80,7 @@ func DefaultWorld(name string, kubernetesVersions ...string) World {
 	role := "KarpenterNodeRole-" + name
 	w.InstanceProfiles = []InstanceProfile{{Name: role, ID: "AIPAFAKE0000000000001", Role: role}}
 	w.Roles = []string{role}
+	w.Queues = []string{name}
 	n := 0
 	image := func(owner, imageName, arch string) string {
 		n++
@@ -112,6 +115,7 @@ func (w World) clone() World {
 	}
 	out.InstanceProfiles = slices.Clone(w.InstanceProfiles)
 	out.Roles = slices.Clone(w.Roles)
+	out.Queues = slices.Clone(w.Queues)
 	return out
 }
 

@@ -2,7 +2,6 @@ package nodeclass
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -12,7 +11,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
-	"github.com/aws/smithy-go"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -155,7 +153,7 @@ func (c *Controller) instanceProfile(ctx context.Context, class *awsv1.EC2NodeCl
 	if name := aws.ToString(class.Spec.InstanceProfile); name != "" {
 		_, err := c.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 		switch {
-		case isCode(err, "NoSuchEntity"):
+		case awsprovider.IsErrorCode(err, "NoSuchEntity"):
 			set(false, "InstanceProfileNotFound", fmt.Sprintf("spec.instanceProfile %s does not exist", name))
 			return nil
 		case err != nil:
@@ -173,7 +171,7 @@ func (c *Controller) instanceProfile(ctx context.Context, class *awsv1.EC2NodeCl
 	out, err := c.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	var profile *iamtypes.InstanceProfile
 	switch {
-	case isCode(err, "NoSuchEntity"):
+	case awsprovider.IsErrorCode(err, "NoSuchEntity"):
 		created, err := c.iam.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: aws.String(name), Tags: []iamtypes.Tag{
 			{Key: aws.String(awsprovider.TagCluster), Value: aws.String(c.opts.ClusterName)}, {Key: aws.String(awsprovider.TagNodeClass), Value: aws.String(class.Name)},
 			{Key: aws.String(fmt.Sprintf("kubernetes.io/cluster/%s", c.opts.ClusterName)), Value: aws.String("owned")}}})
@@ -198,7 +196,7 @@ func (c *Controller) instanceProfile(ctx context.Context, class *awsv1.EC2NodeCl
 		}
 		_, err := c.iam.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(class.Spec.Role)})
 		switch {
-		case isCode(err, "NoSuchEntity"):
+		case awsprovider.IsErrorCode(err, "NoSuchEntity"):
 			set(false, "RoleNotFound", fmt.Sprintf("spec.role %s does not exist", class.Spec.Role))
 			return nil
 		case err != nil:
@@ -236,17 +234,17 @@ func (c *Controller) finalize(ctx context.Context, class *awsv1.EC2NodeClass) (r
 		}
 		for _, lt := range page.LaunchTemplates {
 			_, err := c.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lt.LaunchTemplateName})
-			if err != nil && !isCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+			if err != nil && !awsprovider.IsErrorCode(err, "InvalidLaunchTemplateName.NotFoundException") {
 				return reconcile.Result{}, fmt.Errorf("deleting launch template %s of ec2nodeclass %s: %w", aws.ToString(lt.LaunchTemplateName), class.Name, err)
 			}
 		}
 	}
 	if class.Spec.Role != "" && class.Spec.InstanceProfile == nil {
 		name := ProfileName(c.opts.ClusterName, c.opts.Region, class.Name)
-		if _, err := c.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(class.Spec.Role)}); err != nil && !isCode(err, "NoSuchEntity") {
+		if _, err := c.iam.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name), RoleName: aws.String(class.Spec.Role)}); err != nil && !awsprovider.IsErrorCode(err, "NoSuchEntity") {
 			return reconcile.Result{}, fmt.Errorf("ec2nodeclass %s: removing role from instance profile %s: %w", class.Name, name, err)
 		}
-		if _, err := c.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !isCode(err, "NoSuchEntity") {
+		if _, err := c.iam.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !awsprovider.IsErrorCode(err, "NoSuchEntity") {
 			return reconcile.Result{}, fmt.Errorf("ec2nodeclass %s: deleting instance profile %s: %w", class.Name, name, err)
 		}
 	}
@@ -256,9 +254,4 @@ func (c *Controller) finalize(ctx context.Context, class *awsv1.EC2NodeClass) (r
 		return reconcile.Result{}, fmt.Errorf("removing the finalizer of ec2nodeclass %s: %w", class.Name, err)
 	}
 	return reconcile.Result{}, nil
-}
-
-func isCode(err error, code string) bool {
-	var apiErr smithy.APIError
-	return err != nil && errors.As(err, &apiErr) && apiErr.ErrorCode() == code
 }

@@ -70,7 +70,10 @@ type cloud struct {
 
 // start serves a fake AWS on loopback, has its instances join the control
 // plane, and runs the controllers with the aws provider against it.
-func start(t *testing.T) *cloud {
+func start(t *testing.T) *cloud { return startWith(t, func(*operator.Config) {}) }
+
+// startWith is start with the configuration changed by configure.
+func startWith(t *testing.T, configure func(*operator.Config)) *cloud {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	server, err := fake.New(fake.Options{World: fake.DefaultWorld(clusterName)})
@@ -94,6 +97,7 @@ func start(t *testing.T) *cloud {
 	if os.Getenv("NODEWRIGHT_TEST_LOG") != "" {
 		conf.Logger = testr.NewWithOptions(t, testr.Options{Verbosity: 1})
 	}
+	configure(&conf)
 	done := make(chan error, 2)
 	go func() { done <- operator.Run(ctx, cp.Config, conf) }()
 	go func() { done <- server.Join(ctx, cp.Config, time.Second) }()
