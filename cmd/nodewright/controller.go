@@ -64,16 +64,16 @@ environment variable named in its help; the flag wins.`,
 			if err != nil {
 				return fmt.Errorf("--catalog %q: %w", catalogFile, err)
 			}
-			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
-			if err != nil {
-				return fmt.Errorf("--kubeconfig %q: loading the cluster configuration: %w", kubeconfig, err)
-			}
 			var awsConf operator.AWSConfig
 			if cloudProvider == "aws" {
 				if awsConf, err = awsFlags.config(cmd.Context()); err != nil {
 					return err
 				}
+			}
+			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("--kubeconfig %q: loading the cluster configuration: %w", kubeconfig, err)
 			}
 			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
 				CloudProvider: cloudProvider, AWS: awsConf, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,

@@ -22,6 +22,9 @@ func TestControllerRejectsBadFlags(t *testing.T) {
 		{[]string{"--feature-gates", "Teleport=true"}, `unknown feature gate "Teleport"`},
 		{[]string{"--feature-gates", "SpotToSpotConsolidation=maybe"}, `SpotToSpotConsolidation="maybe": want true or false`},
 		{[]string{"--kubeconfig", missing}, "--kubeconfig"},
+		{[]string{"--cloud-provider", "aws"}, "--cluster-name: required with --cloud-provider aws"},
+		{[]string{"--cloud-provider", "aws", "--cluster-name", "demo", "--aws-endpoint", "http://203.0.113.7:4566"}, "only loopback endpoints"},
+		{[]string{"--cloud-provider", "aws", "--cluster-name", "demo", "--aws-endpoint", "::"}, `--aws-endpoint "::": not a URL`},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -17,14 +17,15 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var (
-		files       []string
-		catalogFile string
-		output      string
-		duration    time.Duration
-		seed        int64
-		quiet       bool
-		minValues   string
-		reportFile  string
+		files                      []string
+		catalogFile                string
+		cloudProvider, clusterName string
+		output                     string
+		duration                   time.Duration
+		seed                       int64
+		quiet                      bool
+		minValues                  string
+		reportFile                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate [-f FILE_OR_DIR...] [--catalog FILE] [--duration D] [--seed N] [-o text|json]",
@@ -59,7 +60,10 @@ capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			run := simulation{files: files, catalogFile: catalogFile, seed: seed, policy: policy}
+			if cloudProvider != "kwok" && cloudProvider != "aws" {
+				return fmt.Errorf("--cloud-provider %q: want kwok or aws", cloudProvider)
+			}
+			run := simulation{files: files, catalogFile: catalogFile, seed: seed, policy: policy, cloudProvider: cloudProvider, clusterName: clusterName}
 			if cmd.Flags().Changed("duration") {
 				run.duration = duration
 			}
@@ -100,6 +104,8 @@ capacity type, pending pods, CPU and memory utilisation) and the timeline.`,
 	cmd.Flags().Int64Var(&seed, "seed", 1, "seed for every random choice; the same inputs and seed give the same report")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress line on stderr")
 	cmd.Flags().StringVar(&reportFile, "report", "", "also write a self-contained HTML report with charts to this file")
+	cmd.Flags().StringVar(&cloudProvider, "cloud-provider", "kwok", "kwok (fast: the kwok provider plays every NodeClass) or aws (the AWS provider and EC2NodeClass controller against an in-process fake AWS)")
+	cmd.Flags().StringVar(&clusterName, "cluster-name", "demo", "with --cloud-provider aws: the cluster the fake AWS's subnets and security group are tagged for (karpenter.sh/discovery)")
 	cmd.Flags().StringVar(&minValues, "min-values-policy", string(sched.MinValuesStrict), "Strict or BestEffort, as for the controller")
 	return cmd
 }
@@ -112,6 +118,9 @@ type simulation struct {
 	policy      sched.MinValuesPolicy
 	duration    time.Duration // 0: the scenario's
 	progress    func(simulator.Progress)
+	// cloudProvider and clusterName pick the provider (kwok, or aws against
+	// an in-process fake AWS whose discovery tags name clusterName).
+	cloudProvider, clusterName string
 }
 
 // engine loads the inputs into an engine ready to run.
@@ -130,7 +139,8 @@ func (s simulation) engine(ctx context.Context) (*simulator.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := simulator.Options{InstanceTypes: types, Seed: s.seed, MinValuesPolicy: s.policy, Progress: s.progress}
+	opts := simulator.Options{InstanceTypes: types, Seed: s.seed, MinValuesPolicy: s.policy, Progress: s.progress,
+		CloudProvider: s.cloudProvider, ClusterName: s.clusterName}
 	if d := in.Scenario.Spec.Duration; d != nil {
 		opts.Duration = time.Duration(*d)
 	}

@@ -32,6 +32,9 @@ type AWSConfig struct {
 	KubernetesVersion string
 	// InterruptionQueue is the SQS queue of interruption events ("": none).
 	InterruptionQueue string
+	// ShortPoll has the interruption queue polled without waiting (the
+	// simulator polls on its virtual clock).
+	ShortPoll bool
 }
 
 // buildAWS makes the aws provider and the EC2NodeClass controller.

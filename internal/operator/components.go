@@ -2,14 +2,17 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/controller/disruption"
 	"github.com/nodewright/nodewright/internal/controller/garbagecollection"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
@@ -125,7 +128,8 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	policy.SpotToSpot = conf.SpotToSpotConsolidation
 	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy})
 	if conf.KWOKKubelet {
-		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat}).Controllers()...)
+		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat,
+			ProviderIDPrefixes: conf.KWOKKubeletProviderIDPrefixes}).Controllers()...)
 	}
 	orphanAge := conf.OrphanInstanceAge
 	if orphanAge == 0 {
@@ -134,8 +138,20 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
 	if queue != nil {
-		c.Interruption = interruption.New(kube, queue, c.Provisioner, unavailable, deps.Recorder, m, clk, conf.Logger.WithName("interruption"),
-			interruption.Options{Queue: conf.AWS.InterruptionQueue})
+		c.Interruption = interruption.New(kube, queue, replacer{c.Provisioner}, unavailable, deps.Recorder, m, clk, conf.Logger.WithName("interruption"),
+			interruption.Options{Queue: conf.AWS.InterruptionQueue, ShortPoll: conf.AWS.ShortPoll})
 	}
 	return c, nil
+}
+
+// replacer adapts the provisioner to the interruption controller: a
+// launch under way means "try again".
+type replacer struct{ p *provisioning.Provisioner }
+
+func (r replacer) ProvisionFor(ctx context.Context, node string, pods []*corev1.Pod) ([]*karpv1.NodeClaim, error) {
+	out, err := r.p.ProvisionFor(ctx, node, pods)
+	if errors.Is(err, provisioning.ErrLaunching) {
+		return nil, fmt.Errorf("%w: %w", interruption.ErrTryAgain, err)
+	}
+	return out, err
 }

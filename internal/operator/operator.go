@@ -48,8 +48,11 @@ type Config struct {
 	// naming an EC2NodeClass too (the simulator plays AWS manifests).
 	KWOKServesEC2NodeClasses bool
 	// KWOKKubelet emulates the kubelet of kwok nodes (Ready, pods Running).
-	KWOKKubelet       bool
-	RegistrationDelay time.Duration
+	KWOKKubelet bool
+	// KWOKKubeletProviderIDPrefixes are the nodes the emulated kubelet
+	// plays (default: kwok's; the simulator adds the fake AWS's).
+	KWOKKubeletProviderIDPrefixes []string
+	RegistrationDelay             time.Duration
 	// KWOKHeartbeat is how often the emulated kubelet renews Ready (0:
 	// a minute).
 	KWOKHeartbeat time.Duration

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/providers/aws/fake"
 )
 
 // Options shape a simulation.
@@ -39,6 +40,14 @@ type Options struct {
 	Progress func(Progress)
 	// Logger receives the controllers' logs; zero: discarded.
 	Logger logr.Logger
+	// CloudProvider is "kwok" (default: NodePools naming a KWOKNodeClass or
+	// an EC2NodeClass launch kwok nodes) or "aws": the AWS provider and
+	// the EC2NodeClass controller against an in-process fake AWS selling
+	// InstanceTypes, for NodePools naming an EC2NodeClass.
+	CloudProvider string
+	// ClusterName is the aws fake account's karpenter.sh/discovery tag
+	// and interruption queue (default "demo").
+	ClusterName string
 }
 
 // Defaults for Options left zero.
@@ -75,8 +84,12 @@ type Engine struct {
 	nextResync  time.Time
 	// nextDisruption is when the disruption loop's next pass is due.
 	nextDisruption time.Time
-	report         *recorder
-	errs           []error
+	// aws is the in-process fake AWS (CloudProvider "aws"), and
+	// nextInterruption when its interruption queue is polled next.
+	aws              *fake.Server
+	nextInterruption time.Time
+	report           *recorder
+	errs             []error
 }
 
 // New builds an engine: an empty cluster with the controllers running.
@@ -99,6 +112,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = logr.Discard()
 	}
+	if opts.ClusterName == "" {
+		opts.ClusterName = "demo"
+	}
 	scheme, err := operator.Scheme()
 	if err != nil {
 		return nil, err
@@ -115,14 +131,35 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.report = newRecorder(e, opts.InstanceTypes)
-	e.components, err = operator.Build(operator.Config{
+	conf := operator.Config{
 		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay, KWOKServesEC2NodeClasses: true,
 		KWOKHeartbeat: time.Hour, // heartbeats change nothing here but cost a write each
 		BatchIdle:     opts.BatchIdle, BatchMax: opts.BatchMax, MinValuesPolicy: opts.MinValuesPolicy,
 		OrphanInstanceAge: garbagecollection.MinInstanceAge, Logger: opts.Logger, Clock: e.clock,
-	}, operator.Dependencies{Kube: e.store, Recorder: e.report})
+	}
+	var machines *fake.Machines
+	switch opts.CloudProvider {
+	case "", "kwok":
+	case "aws":
+		if e.aws, err = fake.New(fake.Options{InstanceTypes: opts.InstanceTypes, World: fake.DefaultWorld(opts.ClusterName), Clock: e.clock}); err != nil {
+			return nil, err
+		}
+		// The fake's instances register after the boot delay and turn
+		// Ready at once; the kwok kubelet plays theirs.
+		machines = e.aws.Machines(e.store, e.clock)
+		machines.BootDelay = opts.BootDelay
+		conf.CloudProvider, conf.RegistrationDelay, conf.KWOKKubeletProviderIDPrefixes = "aws", 0, []string{"aws:///"}
+		conf.AWS = operator.AWSConfig{SDK: fake.InProcessConfig(e.aws), ClusterName: opts.ClusterName, ClusterEndpoint: "https://simulated.invalid",
+			KubernetesVersion: "1.37", InterruptionQueue: opts.ClusterName, ShortPoll: true}
+	default:
+		return nil, fmt.Errorf("cloud provider %q: want kwok or aws", opts.CloudProvider)
+	}
+	e.components, err = operator.Build(conf, operator.Dependencies{Kube: e.store, Recorder: e.report})
 	if err != nil {
 		return nil, err
+	}
+	if machines != nil {
+		e.controllers = append(e.controllers, machines.Controllers()...)
 	}
 	e.controllers = append(e.controllers, e.components.Controllers...)
 	e.controllers = append(e.controllers, workloadControllers(e)...)
@@ -131,8 +168,13 @@ func New(opts Options) (*Engine, error) {
 	e.nextGC = opts.Start.Add(garbagecollection.Interval(0))
 	e.nextResync = opts.Start.Add(provisioning.ResyncInterval)
 	e.nextDisruption = opts.Start.Add(cdisruption.DefaultInterval)
+	e.nextInterruption = opts.Start.Add(interruptionPoll)
 	return e, nil
 }
+
+// interruptionPoll is how often the simulated AWS's interruption queue is
+// polled.
+const interruptionPoll = 5 * time.Second
 
 // Client is the in-memory API, for scenario steps and tests.
 func (e *Engine) Client() client.Client { return e.store }
@@ -214,6 +256,9 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		if e.nextDisruption.Before(next) {
 			next = e.nextDisruption
 		}
+		if e.components.Interruption != nil && e.nextInterruption.Before(next) {
+			next = e.nextInterruption
+		}
 		if t, ok := e.timers.next(); ok && t.Before(next) {
 			next = t
 		}
@@ -247,6 +292,12 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 				e.errs = append(e.errs, fmt.Errorf("%s: disruption: %w", e.offset(), err))
 			}
 			e.nextDisruption = next.Add(wait)
+		}
+		if e.components.Interruption != nil && !next.Before(e.nextInterruption) {
+			if err := e.components.Interruption.PollOnce(ctx); err != nil {
+				e.errs = append(e.errs, fmt.Errorf("%s: interruption: %w", e.offset(), err))
+			}
+			e.nextInterruption = next.Add(interruptionPoll)
 		}
 		if !next.Before(e.nextResync) {
 			if e.components.Cluster.AnyProvisionable() {

@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/color"
 	"image/png"
 	"os"
@@ -38,13 +39,25 @@ func runChromium(t *testing.T, bin, page string, flags ...string) []byte {
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
 		"--user-data-dir=" + t.TempDir()}, flags...)
-	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
+	// The browser itself sometimes crashes on a loaded machine (a
+	// segmentation fault at start); that says nothing of the page, so a
+	// crash is retried twice. Any other failure fails the test.
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
+		stdout.Reset()
+		stderr.Reset()
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err == nil {
+			return stdout.Bytes()
+		}
+		var exit *exec.ExitError
+		if attempt < 3 && errors.As(err, &exit) && !exit.Exited() && ctx.Err() == nil {
+			continue // killed by a signal: crashed
+		}
 		t.Fatalf("chromium %v: %v\n%s", flags, err, stderr.String())
 	}
-	return stdout.Bytes()
 }
 
 // The HTML report renders in a real browser: the page is not blank, every

@@ -321,6 +321,8 @@ func (r *recorder) Event(object runtime.Object, eventtype, reason, message strin
 			info.reason = "nodeclass_not_ready"
 		case "Liveness":
 			info.reason = "liveness"
+		case "TerminatingOnInterruption":
+			info.reason = ReasonInterrupted
 		}
 	case *corev1.Pod:
 		if reason == "FailedScheduling" && eventtype == corev1.EventTypeWarning {

@@ -126,6 +126,14 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 			return err
 		}
 		for _, n := range nodes {
+			if e.aws != nil {
+				// The fake AWS sends the warning; Nodewright's interruption
+				// controller handles it.
+				if err := e.aws.Send(e.opts.ClusterName, "spot-interruption", n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]); err != nil {
+					return fmt.Errorf("interrupting node %s: %w", n.Name, err)
+				}
+				continue
+			}
 			for i := range claims.Items {
 				nc := &claims.Items[i]
 				if nc.Status.NodeName != n.Name || nc.DeletionTimestamp != nil {
@@ -147,12 +155,18 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 		e.report.step(fmt.Sprintf("%d offering(s) of %s out of capacity", len(offerings), s.InsufficientCapacity.InstanceType))
 		for _, o := range offerings {
 			e.components.KWOK.RefuseOffering(o)
+			if e.aws != nil {
+				e.aws.InsufficientCapacity(o.InstanceType, o.Zone, o.CapacityType, true)
+			}
 		}
 	case s.RestoreCapacity != nil:
 		offerings := e.offerings(*s.RestoreCapacity)
 		e.report.step(fmt.Sprintf("%d offering(s) of %s have capacity again", len(offerings), s.RestoreCapacity.InstanceType))
 		for _, o := range offerings {
 			e.components.KWOK.AllowOffering(o)
+			if e.aws != nil {
+				e.aws.InsufficientCapacity(o.InstanceType, o.Zone, o.CapacityType, false)
+			}
 		}
 	case s.PatchNodePool != nil:
 		np := &karpv1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: s.PatchNodePool.Name}}

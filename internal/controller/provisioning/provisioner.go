@@ -66,6 +66,10 @@ func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error
 	return p.provision(ctx, p.cluster.Snapshot())
 }
 
+// ErrLaunching is ProvisionFor's answer while a NodeClaim waits for its
+// provider ID: deciding now could buy the same pods twice; ask again.
+var ErrLaunching = errors.New("a nodeclaim is still launching; planning again shortly")
+
 // ProvisionFor plans new places for the pods of a node about to go (an
 // interrupted instance) as if they were pending, ahead of their eviction:
 // the node takes nothing new, the pods go to room elsewhere or to new
@@ -82,6 +86,9 @@ func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*cor
 		if snap.Nodes[i].Name == node {
 			snap.Nodes[i].MarkedForDeletion = true
 		}
+	}
+	if launching(snap) {
+		return nil, ErrLaunching
 	}
 	return p.provision(ctx, snap)
 }

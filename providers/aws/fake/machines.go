@@ -20,7 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"github.com/nodewright/nodewright/providers/kwok"
 )
 
@@ -81,37 +84,59 @@ func (s *Server) Join(ctx context.Context, restConfig *rest.Config, bootDelay ti
 	return mgr.Start(ctx)
 }
 
+// Controllers declare the machines as a controller woken by every
+// NodeClaim change and again when the next instance finishes booting
+// (the simulator's way to run them on its virtual clock).
+func (m *Machines) Controllers() []watch.Controller {
+	return []watch.Controller{{Name: "fakeaws.machines", Reconciler: reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		next, err := m.sync(ctx)
+		return reconcile.Result{RequeueAfter: next}, err
+	}), Sources: []watch.Source{watch.For(&karpv1.NodeClaim{}, nil)}}}
+}
+
 // Sync registers the Nodes of running instances that have none and
 // deletes the Nodes of instances that are gone.
 func (m *Machines) Sync(ctx context.Context) error {
+	_, err := m.sync(ctx)
+	return err
+}
+
+// sync is Sync, also returning how long until the next instance boots
+// (0: none is booting).
+func (m *Machines) sync(ctx context.Context) (time.Duration, error) {
 	nodes := &corev1.NodeList{}
 	if err := m.kube.List(ctx, nodes); err != nil {
-		return fmt.Errorf("listing nodes: %w", err)
+		return 0, fmt.Errorf("listing nodes: %w", err)
 	}
 	have := map[string]*corev1.Node{}
 	for i := range nodes.Items {
 		have[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
 	}
 	now := m.clock.Now()
+	var next time.Duration
 	for _, in := range m.server.Instances() {
 		providerID := fmt.Sprintf("aws:///%s/%s", in.Zone, in.ID)
 		node, registered := have[providerID]
 		switch {
-		case in.State == "running" && !registered && now.Sub(in.LaunchTime) >= m.BootDelay:
+		case in.State == "running" && !registered && now.Sub(in.LaunchTime) < m.BootDelay:
+			if wait := m.BootDelay - now.Sub(in.LaunchTime); next == 0 || wait < next {
+				next = wait
+			}
+		case in.State == "running" && !registered:
 			n, err := m.server.node(in)
 			if err != nil {
-				return err
+				return 0, err
 			}
 			if err := m.kube.Create(ctx, n); err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("registering the node of instance %s: %w", in.ID, err)
+				return 0, fmt.Errorf("registering the node of instance %s: %w", in.ID, err)
 			}
 		case (in.State == "terminated" || in.State == "shutting-down") && registered:
 			if err := m.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting the node of instance %s: %w", in.ID, err)
+				return 0, fmt.Errorf("deleting the node of instance %s: %w", in.ID, err)
 			}
 		}
 	}
-	return nil
+	return next, nil
 }
 
 // node is the Node an instance's kubelet registers.

@@ -2,6 +2,7 @@ package interruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,7 +32,8 @@ type SQS interface {
 }
 
 // Replacer plans new places for a going node's pods and creates the
-// NodeClaims that takes (the provisioner).
+// NodeClaims that takes (the provisioner). An error wrapping
+// ErrTryAgain means it could not decide now.
 type Replacer interface {
 	ProvisionFor(ctx context.Context, node string, pods []*corev1.Pod) ([]*karpv1.NodeClaim, error)
 }
@@ -41,12 +43,19 @@ type Unavailable interface {
 	MarkUnavailable(instanceType, zone, capacityType string)
 }
 
+// ErrTryAgain is what a Replacer's error wraps when it cannot decide now
+// (the provisioner's ErrLaunching).
+var ErrTryAgain = errors.New("try again")
+
 // Options configure the controller.
 type Options struct {
 	// Queue is the SQS queue's name.
 	Queue string
 	// WaitTime is the long poll of one receive (default 20 s).
 	WaitTime time.Duration
+	// ShortPoll receives without waiting (a caller that polls on its own
+	// clock, as the simulator does).
+	ShortPoll bool
 }
 
 // Controller handles the interruption queue.
@@ -62,6 +71,8 @@ type Controller struct {
 	opts        Options
 
 	mu sync.Mutex
+	// url is the queue's, once looked up.
+	url string
 	// going are NodeClaims cordoned for an interruption, waiting for their
 	// replacements until a deadline.
 	going map[string]going
@@ -71,6 +82,9 @@ type going struct {
 	kind         Kind
 	deadline     time.Time
 	replacements []string
+	// replan: the replacements could not be planned yet (another launch
+	// was under way); planned again on the next poll.
+	replan bool
 }
 
 // New wires the controller.
@@ -91,6 +105,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		return fmt.Errorf("interruption queue %s: %w", c.opts.Queue, err)
 	}
 	url := aws.ToString(out.QueueUrl)
+	c.mu.Lock()
+	c.url = url
+	c.mu.Unlock()
 	for ctx.Err() == nil {
 		if err := c.Poll(ctx, url); err != nil && ctx.Err() == nil {
 			c.log.Error(err, "polling the interruption queue", "queue", c.opts.Queue)
@@ -103,11 +120,33 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
+// PollOnce looks the queue up (the first time) and polls it once: for
+// callers that drive the controller on their own clock.
+func (c *Controller) PollOnce(ctx context.Context) error {
+	c.mu.Lock()
+	url := c.url
+	c.mu.Unlock()
+	if url == "" {
+		out, err := c.sqs.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(c.opts.Queue)})
+		if err != nil {
+			return fmt.Errorf("interruption queue %s: %w", c.opts.Queue, err)
+		}
+		url = aws.ToString(out.QueueUrl)
+		c.mu.Lock()
+		c.url = url
+		c.mu.Unlock()
+	}
+	return c.Poll(ctx, url)
+}
+
 // Poll receives one batch of messages, handles and deletes them, and
 // deletes the NodeClaims whose wait is over.
 func (c *Controller) Poll(ctx context.Context, url string) error {
 	wait := c.opts.WaitTime
-	if c.waiting() {
+	switch {
+	case c.opts.ShortPoll:
+		wait = 0
+	case c.waiting():
 		wait = time.Second // look at the cordoned NodeClaims often
 	}
 	out, err := c.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10,
@@ -191,11 +230,11 @@ func (c *Controller) act(ctx context.Context, nc *karpv1.NodeClaim, m Message) e
 		g.deadline = c.clock.Now().Add(grace)
 	}
 	if grace > 0 && nc.Status.NodeName != "" {
-		replacements, err := c.cordonAndReplace(ctx, nc)
+		replacements, planned, err := c.cordonAndReplace(ctx, nc)
 		if err != nil {
 			return err
 		}
-		g.replacements = replacements
+		g.replacements, g.replan = replacements, !planned
 	}
 	c.mu.Lock()
 	c.going[nc.Name] = g
@@ -204,22 +243,23 @@ func (c *Controller) act(ctx context.Context, nc *karpv1.NodeClaim, m Message) e
 }
 
 // cordonAndReplace taints the node so nothing new lands on it and plans
-// its pods new places now.
-func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim) ([]string, error) {
+// its pods new places now; planned is false when the planner asked to be
+// asked again.
+func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim) (replacements []string, planned bool, err error) {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
-		return nil, client.IgnoreNotFound(err)
+		return nil, true, client.IgnoreNotFound(err)
 	}
 	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }) {
 		patch := client.MergeFrom(node.DeepCopy())
 		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
 		if err := c.kube.Patch(ctx, node, patch); err != nil {
-			return nil, fmt.Errorf("cordoning node %s: %w", node.Name, err)
+			return nil, false, fmt.Errorf("cordoning node %s: %w", node.Name, err)
 		}
 	}
 	pods := &corev1.PodList{}
 	if err := c.kube.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
-		return nil, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+		return nil, false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
 	var moving []*corev1.Pod
 	for i := range pods.Items {
@@ -228,10 +268,13 @@ func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim)
 		}
 	}
 	if len(moving) == 0 || c.replacer == nil {
-		return nil, nil
+		return nil, true, nil
 	}
 	created, err := c.replacer.ProvisionFor(ctx, node.Name, moving)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTryAgain):
+		return nil, false, nil
+	case err != nil:
 		c.log.Error(err, "planning replacement capacity for an interrupted node; its pods will be placed once evicted", "node", node.Name)
 	}
 	var names []string
@@ -239,7 +282,7 @@ func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim)
 		names = append(names, r.Name)
 	}
 	c.log.Info("interrupted node cordoned, replacement capacity launching", "node", node.Name, "NodeClaim", nc.Name, "pods", len(moving), "replacements", names)
-	return names, nil
+	return names, true, nil
 }
 
 // reschedulable: pods a drain moves (not DaemonSet or static pods, not
@@ -279,7 +322,17 @@ func (c *Controller) finish(ctx context.Context) error {
 			c.forget(name)
 			continue
 		}
-		if now.Before(g.deadline) && !c.replacementsUp(ctx, g.replacements) {
+		if g.replan && now.Before(g.deadline) {
+			replacements, planned, err := c.cordonAndReplace(ctx, nc)
+			if err != nil {
+				return err
+			}
+			g.replacements, g.replan = replacements, !planned
+			c.mu.Lock()
+			c.going[name] = g
+			c.mu.Unlock()
+		}
+		if now.Before(g.deadline) && (g.replan || !c.replacementsUp(ctx, g.replacements)) {
 			continue
 		}
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {

@@ -1,0 +1,28 @@
+package fake
+
+import (
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// handlerClient is an HTTP client that hands each request to a handler in
+// the same goroutine: no sockets, no servers to close.
+type handlerClient struct{ h http.Handler }
+
+func (c handlerClient) Do(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	c.h.ServeHTTP(w, r)
+	resp := w.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// InProcessConfig is an aws-sdk-go-v2 configuration whose clients call s
+// directly, in process (the simulator's AWS).
+func InProcessConfig(s *Server) aws.Config {
+	cfg := Config("http://fake-aws.invalid")
+	cfg.HTTPClient = handlerClient{h: s}
+	return cfg
+}
