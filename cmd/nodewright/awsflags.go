@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/providers/aws/fake"
+	"github.com/nodewright/nodewright/providers/aws/transport"
 )
 
 // awsOptions are the flags of the aws provider.
@@ -65,6 +66,7 @@ func (o *awsOptions) config(ctx context.Context) (operator.AWSConfig, error) {
 	if cfg.Region == "" {
 		return operator.AWSConfig{}, errors.New("--aws-region: no region configured (flag, AWS_REGION or the shared config)")
 	}
+	cfg.HTTPClient = transport.BufferedBodies(cfg.HTTPClient)
 	out.SDK = cfg
 	return out, nil
 }

@@ -2,7 +2,6 @@ package aws_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -86,9 +85,7 @@ func newEnv(t *testing.T, class *awsv1.EC2NodeClass) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	cfg := fake.Config(srv.URL)
+	cfg := fake.InProcessConfig(f)
 	kube := crfake.NewClientBuilder().WithScheme(s).WithObjects(class).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
 	provider, err := awsprovider.New(kube, ec2.NewFromConfig(cfg), awsprovider.Options{ClusterName: "demo", ClusterEndpoint: "https://demo.example", Clock: clk})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -192,6 +193,21 @@ func TestFaults(t *testing.T) {
 	_, err = c.ec2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{})
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidAction" {
 		t.Errorf("a call the fake does not know: %v, want InvalidAction", err)
+	}
+	// A slow answer runs into the caller's deadline; the next is prompt.
+	c.fake.Fail("DescribeSecurityGroups", Slow(500*time.Millisecond), 1)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.ec2.DescribeSecurityGroups(short, &ec2.DescribeSecurityGroupsInput{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a slow answer: %v, want the caller's deadline exceeded", err)
+	}
+	if out, err := c.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{}); err != nil || len(out.SecurityGroups) != 1 {
+		t.Errorf("after the slow answer: %v, %v", out, err)
+	}
+	// 5xx answers are retried by the SDK too.
+	c.fake.Fail("DescribeImages", Unavailable, 2)
+	if _, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{"ami-0fake000000000001"}}); err != nil {
+		t.Errorf("two 500s, then an answer: %v", err)
 	}
 }
 

@@ -3,6 +3,7 @@ package fake
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 )
@@ -53,7 +54,7 @@ func (p InstanceProfile) described() iamInstanceProfile {
 		out.Roles = []iamRole{{Name: p.Role, ID: "AROAFAKE" + p.Role, ARN: fmt.Sprintf("arn:aws:iam::%s:role/%s", accountID, p.Role), Path: "/",
 			CreateDate: "2026-11-01T00:00:00Z"}}
 	}
-	for _, k := range sortedKeys(p.Tags) {
+	for _, k := range slices.Sorted(maps.Keys(p.Tags)) {
 		out.Tags = append(out.Tags, iamTag{Key: k, Value: p.Tags[k]})
 	}
 	return out

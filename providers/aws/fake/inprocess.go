@@ -8,12 +8,22 @@ import (
 )
 
 // handlerClient is an HTTP client that hands each request to a handler in
-// the same goroutine: no sockets, no servers to close.
+// the same process: no sockets, no servers to close. The caller's context
+// still bounds the wait.
 type handlerClient struct{ h http.Handler }
 
 func (c handlerClient) Do(r *http.Request) (*http.Response, error) {
 	w := httptest.NewRecorder()
-	c.h.ServeHTTP(w, r)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.h.ServeHTTP(w, r)
+	}()
+	select {
+	case <-done:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
 	resp := w.Result()
 	resp.Request = r
 	return resp, nil

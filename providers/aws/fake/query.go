@@ -2,9 +2,11 @@ package fake
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 )
 
@@ -138,7 +140,7 @@ func tagsOf(tags map[string]string) *tagSet {
 		return nil
 	}
 	out := &tagSet{}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		out.Items = append(out.Items, tagItem{Key: k, Value: tags[k]})
 	}
 	return out

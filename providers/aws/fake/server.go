@@ -53,12 +53,18 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
-// Fault is an injected failure: an HTTP status and an AWS error code.
+// Fault is an injected failure: an HTTP status and an AWS error code,
+// or (Status 0) only a delay before the call is answered as usual.
 type Fault struct {
 	Status  int
 	Code    string
 	Message string
+	// Delay holds the answer back this long (a slow endpoint).
+	Delay time.Duration
 }
+
+// Slow is a fault that only delays an answer by d.
+func Slow(d time.Duration) Fault { return Fault{Delay: d} }
 
 // Throttled is the answer AWS gives a caller over its request rate.
 var Throttled = Fault{Status: http.StatusServiceUnavailable, Code: "RequestLimitExceeded", Message: "Request limit exceeded."}
@@ -166,16 +172,22 @@ func writeBody(w http.ResponseWriter, contentType string, status int, body []byt
 	_, _ = w.Write(body)
 }
 
-// take counts a call and pops an injected fault for it, if any.
+// take counts a call and pops an injected fault for it, if any: a
+// delay is waited out here (real time) and the call goes on.
 func (s *Server) take(action string) (Fault, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.requests[action]++
+	var f Fault
+	found := false
 	if q := s.faults[action]; len(q) > 0 {
 		s.faults[action] = q[1:]
-		return q[0], true
+		f, found = q[0], true
 	}
-	return Fault{}, false
+	s.mu.Unlock()
+	if found && f.Delay > 0 {
+		time.Sleep(f.Delay)
+	}
+	return f, found && f.Status != 0
 }
 
 // call runs a JSON handler under the server's lock.

@@ -2,7 +2,6 @@ package instancetype
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,9 +26,7 @@ func describeAll(t *testing.T) ([]ec2types.InstanceTypeInfo, map[string]catalog.
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	client := ec2.NewFromConfig(fake.Config(srv.URL))
+	client := ec2.NewFromConfig(fake.InProcessConfig(f))
 	var all []ec2types.InstanceTypeInfo
 	pages := ec2.NewDescribeInstanceTypesPaginator(client, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(20)})
 	for pages.HasMorePages() {

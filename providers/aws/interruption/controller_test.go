@@ -2,7 +2,6 @@ package interruption_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -68,8 +67,6 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
 	id := f.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1a", CapacityType: "spot"})
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme} {
@@ -87,7 +84,7 @@ func newEnv(t *testing.T) *env {
 	kube := crfake.NewClientBuilder().WithScheme(s).WithObjects(nc, node, app, ds).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
 	r, m := &replacer{}, &marks{}
-	ctrl := interruption.New(kube, sqs.NewFromConfig(fake.Config(srv.URL)), r, m, record.NewFakeRecorder(100), nil, clk, logr.Discard(),
+	ctrl := interruption.New(kube, sqs.NewFromConfig(fake.InProcessConfig(f)), r, m, record.NewFakeRecorder(100), nil, clk, logr.Discard(),
 		interruption.Options{Queue: "demo", WaitTime: time.Second})
 	return &env{fake: f, kube: kube, ctrl: ctrl, replacer: r, marks: m, clock: clk, url: "https://sqs.us-east-1.amazonaws.com/111122223333/demo", instance: id}
 }

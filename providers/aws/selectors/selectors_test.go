@@ -2,7 +2,6 @@ package selectors
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -23,9 +22,7 @@ func apis(t *testing.T) (*fake.Server, *ec2.Client, *ssm.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(f)
-	t.Cleanup(srv.Close)
-	cfg := fake.Config(srv.URL)
+	cfg := fake.InProcessConfig(f)
 	return f, ec2.NewFromConfig(cfg), ssm.NewFromConfig(cfg)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/mail"
@@ -141,7 +142,7 @@ func nodeConfig(n Node) string {
 }
 
 func labelFlag(labels map[string]string) string {
-	keys := sortedKeys(labels)
+	keys := slices.Sorted(maps.Keys(labels))
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, k+"="+labels[k])
@@ -155,15 +156,6 @@ func taintFlag(taints []corev1.Taint) string {
 		out = append(out, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
 	}
 	return strings.Join(out, ",")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Bottlerocket is the TOML settings of a Bottlerocket node: the user's
@@ -187,7 +179,7 @@ func Bottlerocket(n Node) (string, error) {
 		k.set("cluster-dns-ip", strconv.Quote(n.ClusterDNS[0]))
 	}
 	labels := doc.table("settings.kubernetes.node-labels")
-	for _, key := range sortedKeys(n.Labels) {
+	for _, key := range slices.Sorted(maps.Keys(n.Labels)) {
 		labels.set(strconv.Quote(key), strconv.Quote(n.Labels[key]))
 	}
 	if len(n.Taints) > 0 {

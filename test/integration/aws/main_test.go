@@ -8,7 +8,6 @@ package aws_test
 
 import (
 	"context"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -24,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/api/crds"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -35,28 +33,8 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir, err := controlplane.FindBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	manifests, err := crds.Manifests()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: dir, ControllerManager: true, Scheduler: true, CRDs: manifests})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control plane:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.Main(m, controlplane.Options{ControllerManager: true, Scheduler: true}, &cp))
 }
 
 const clusterName = "demo"

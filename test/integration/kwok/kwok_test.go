@@ -6,7 +6,6 @@ package kwok_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/nodewright/nodewright/api/crds"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/pkg/catalog"
@@ -33,28 +31,8 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir, err := controlplane.FindBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	manifests, err := crds.Manifests()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: dir, Scheduler: true, CRDs: manifests})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control plane:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.Main(m, controlplane.Options{Scheduler: true}, &cp))
 }
 
 func scheme(t *testing.T) *runtime.Scheme {

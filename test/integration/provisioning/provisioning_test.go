@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/nodewright/nodewright/api/crds"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -35,28 +34,8 @@ import (
 
 var cp *controlplane.ControlPlane
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	dir, err := controlplane.FindBinDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	manifests, err := crds.Manifests()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	cp, err = controlplane.Start(ctx, controlplane.Options{BinDir: dir, ControllerManager: true, Scheduler: true, CRDs: manifests})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting control plane:", err)
-		return 1
-	}
-	defer func() { _ = cp.Stop() }()
-	return m.Run()
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.Main(m, controlplane.Options{ControllerManager: true, Scheduler: true}, &cp))
 }
 
 // testCatalog: three general types, on-demand and spot in three zones.
