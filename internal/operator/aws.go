@@ -38,7 +38,7 @@ type AWSConfig struct {
 }
 
 // buildAWS makes the aws provider and the EC2NodeClass controller.
-func buildAWS(conf Config, kube client.Client) (*awsprovider.Provider, *nodeclass.Controller, error) {
+func buildAWS(conf Config, kube client.Client, unavailable func(instanceType, zone, capacityType string) bool) (*awsprovider.Provider, *nodeclass.Controller, error) {
 	a := conf.AWS
 	if a.ClusterName == "" {
 		return nil, nil, fmt.Errorf("the aws provider needs a cluster name (--cluster-name)")
@@ -48,7 +48,7 @@ func buildAWS(conf Config, kube client.Client) (*awsprovider.Provider, *nodeclas
 	// every region.
 	prices := pricing.NewFromConfig(a.SDK, func(o *pricing.Options) { o.Region = "us-east-1" })
 	provider, err := awsprovider.New(kube, ec2api, awsprovider.Options{ClusterName: a.ClusterName, ClusterEndpoint: a.ClusterEndpoint,
-		ClusterCABundle: a.ClusterCABundle, Region: a.SDK.Region, Pricing: prices, Clock: conf.Clock, Log: conf.Logger.WithName("aws")})
+		ClusterCABundle: a.ClusterCABundle, Region: a.SDK.Region, Pricing: prices, Unavailable: unavailable, Clock: conf.Clock, Log: conf.Logger.WithName("aws")})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -87,6 +87,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	if conf.KWOKServesEC2NodeClasses {
 		kwokProvider.ServeEC2NodeClasses()
 	}
+	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
 	var provider cloudprovider.CloudProvider = kwokProvider
 	var providerControllers []watch.Controller
 	var queue interruption.SQS
@@ -94,7 +95,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	switch conf.CloudProvider {
 	case "kwok":
 	case "aws":
-		awsProvider, classes, err := buildAWS(conf, kube)
+		awsProvider, classes, err := buildAWS(conf, kube, unavailable.IsUnavailable)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +112,6 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 		provider = deps.CloudProviderMetrics.Decorate(provider)
 	}
 	cluster := state.NewCluster(clk)
-	unavailable := state.NewUnavailableOfferings(clk, state.DefaultUnavailableTTL)
 	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
 
 	c := &Components{Cluster: cluster, KWOK: kwokProvider, Runnables: runnables}

@@ -290,11 +290,28 @@ func TestCreateFallsBackToOnDemandAndReportsInsufficientCapacity(t *testing.T) {
 	if !cloudprovider.IsInsufficientCapacityError(err) || len(cloudprovider.RefusedOfferings(err)) != 3 {
 		t.Fatalf("Create with no spot capacity: %v (refused %v), want insufficient capacity naming 3 spot offerings", err, cloudprovider.RefusedOfferings(err))
 	}
-	// Once the core marks spot unavailable, the NodeClaim that allows
-	// on-demand launches on-demand; one that allows only spot does not.
+	// A NodeClaim narrowed to on-demand (as the solver narrows it once
+	// spot is marked unavailable) launches on-demand.
 	got, err := e.provider.Create(ctx, e.nodeClaim("od-1", only, req(karpv1.LabelCapacityType, "on-demand")))
 	if err != nil || got.Labels[karpv1.LabelCapacityType] != "on-demand" {
 		t.Errorf("on-demand launch: %v, %v", got, err)
+	}
+	// A provider that sees the core's unavailable offerings leaves the
+	// refused spot offerings out of the next fleet: a NodeClaim still
+	// allowing both goes on-demand in one call.
+	refused := map[string]bool{}
+	for _, z := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
+		refused["m5.large/"+z+"/spot"] = true
+	}
+	aware, err := awsprovider.New(e.kube, ec2.NewFromConfig(e.cfg), awsprovider.Options{ClusterName: "demo", Clock: e.clock,
+		Unavailable: func(it, zone, ct string) bool { return refused[it+"/"+zone+"/"+ct] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleets := e.fake.Requests("CreateFleet")
+	got, err = aware.Create(ctx, e.nodeClaim("both-1", only))
+	if err != nil || got.Labels[karpv1.LabelCapacityType] != "on-demand" || e.fake.Requests("CreateFleet") != fleets+1 {
+		t.Errorf("with spot marked unavailable: %v, %v after %d fleets; want on-demand in one", got, err, e.fake.Requests("CreateFleet")-fleets)
 	}
 }
 
@@ -359,6 +376,20 @@ func TestDrift(t *testing.T) {
 	})
 	if r, _ := e.provider.IsDrifted(ctx, nc); r != awsprovider.DriftNodeClass {
 		t.Errorf("after spec.tags changed: %q, want %s", r, awsprovider.DriftNodeClass)
+	}
+	// Drift checks share one description of the cluster's instances a
+	// minute, however many NodeClaims are checked.
+	e.clock.Step(2 * time.Minute)
+	unstamped := nc.DeepCopy()
+	unstamped.Annotations = nil // no hash to compare: the instance is looked at
+	before := e.fake.Requests("DescribeInstances")
+	for range 20 {
+		if _, err := e.provider.IsDrifted(ctx, unstamped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.fake.Requests("DescribeInstances") - before; n != 1 {
+		t.Errorf("20 drift checks made %d DescribeInstances calls, want 1", n)
 	}
 }
 

@@ -34,15 +34,16 @@ func (p *Provider) IsDrifted(ctx context.Context, nc *karpv1.NodeClaim) (cloudpr
 		nc.Annotations[awsv1.AnnotationNodeClassHash] != "" && nc.Annotations[awsv1.AnnotationNodeClassHash] != hash {
 		return DriftNodeClass, nil
 	}
-	if nc.Status.ProviderID == "" {
-		return "", nil
-	}
-	in, err := p.instance(ctx, nc.Status.ProviderID)
+	id, err := InstanceID(nc.Status.ProviderID)
 	if err != nil {
-		if cloudprovider.IsNodeClaimNotFoundError(err) {
-			return "", nil
-		}
+		return "", nil // not launched yet
+	}
+	in, found, err := p.describedRecently(ctx, id)
+	if err != nil {
 		return "", fmt.Errorf("drift of nodeclaim %s: %w", nc.Name, err)
+	}
+	if !found {
+		return "", nil // gone: garbage collection's business
 	}
 	if len(class.Status.AMIs) > 0 && !slices.ContainsFunc(class.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == aws.ToString(in.ImageId) }) {
 		return DriftAMI, nil

@@ -60,8 +60,11 @@ type Options struct {
 	OnDemandPrices map[string]float64
 	// Pricing is the Pricing API (nil: the table only).
 	Pricing Pricing
-	Clock   clock.Clock
-	Log     logr.Logger
+	// Unavailable reports offerings recently refused for capacity (the
+	// core's 3-minute cache); launches leave them out. Nil: none.
+	Unavailable func(instanceType, zone, capacityType string) bool
+	Clock       clock.Clock
+	Log         logr.Logger
 }
 
 // Provider is the AWS cloud provider.
@@ -76,6 +79,12 @@ type Provider struct {
 	// when a launch last used each.
 	templatesMu sync.Mutex
 	templates   map[string]time.Time
+	// described are the cluster's instances as last described, by ID.
+	described struct {
+		sync.Mutex
+		at   time.Time
+		byID map[string]ec2types.Instance
+	}
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -228,24 +237,63 @@ func (p *Provider) instance(ctx context.Context, providerID string) (ec2types.In
 // List implements cloudprovider.CloudProvider: every live instance tagged
 // for the cluster and a NodePool.
 func (p *Provider) List(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	instances, err := p.describeAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*karpv1.NodeClaim, 0, len(instances))
+	for _, in := range instances {
+		out = append(out, p.asNodeClaim(ctx, in))
+	}
+	return out, nil
+}
+
+// describeAll describes every live instance tagged for the cluster and a
+// NodePool, and keeps the answer a minute for drift checks.
+func (p *Provider) describeAll(ctx context.Context) ([]ec2types.Instance, error) {
 	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(1000), Filters: []ec2types.Filter{
 		{Name: aws.String("tag:" + fmt.Sprintf(tagClusterFmt, p.opts.ClusterName)), Values: []string{"owned"}},
 		{Name: aws.String("tag-key"), Values: []string{TagNodePool}},
 		{Name: aws.String("instance-state-name"), Values: live},
 	}})
-	var out []*karpv1.NodeClaim
+	var out []ec2types.Instance
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("listing instances: %w", err)
 		}
 		for _, r := range page.Reservations {
-			for _, in := range r.Instances {
-				out = append(out, p.asNodeClaim(ctx, in))
-			}
+			out = append(out, r.Instances...)
 		}
 	}
+	byID := make(map[string]ec2types.Instance, len(out))
+	for _, in := range out {
+		byID[aws.ToString(in.InstanceId)] = in
+	}
+	p.described.Lock()
+	p.described.at, p.described.byID = p.clock.Now(), byID
+	p.described.Unlock()
 	return out, nil
+}
+
+// describedRecently is an instance as a describeAll of the last minute
+// saw it (describing them all again when older): drift checks of a
+// thousand nodes cost one call a minute, not a thousand.
+func (p *Provider) describedRecently(ctx context.Context, id string) (ec2types.Instance, bool, error) {
+	p.described.Lock()
+	fresh := p.described.byID != nil && p.clock.Since(p.described.at) < time.Minute
+	in, ok := p.described.byID[id]
+	p.described.Unlock()
+	if fresh {
+		return in, ok, nil
+	}
+	if _, err := p.describeAll(ctx); err != nil {
+		return ec2types.Instance{}, false, err
+	}
+	p.described.Lock()
+	defer p.described.Unlock()
+	in, ok = p.described.byID[id]
+	return in, ok, nil
 }
 
 // Delete implements cloudprovider.CloudProvider.

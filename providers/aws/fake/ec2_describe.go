@@ -141,10 +141,24 @@ type instanceTypeItem struct {
 	UsageClasses      []string        `xml:"supportedUsageClasses>item"`
 	Architectures     []string        `xml:"processorInfo>supportedArchitectures>item"`
 	Manufacturer      string          `xml:"processorInfo>manufacturer,omitempty"`
+	SustainedGHz      string          `xml:"processorInfo>sustainedClockSpeedInGhz,omitempty"`
 	VCPUs             int64           `xml:"vCpuInfo>defaultVCpus"`
 	MemoryMiB         int64           `xml:"memoryInfo>sizeInMiB"`
 	GPUs              []gpuItem       `xml:"gpuInfo>gpus>item,omitempty"`
+	Neuron            []neuronItem    `xml:"neuronInfo>neuronDevices>item,omitempty"`
 	Network           networkInfoItem `xml:"networkInfo"`
+	EBSBandwidthMbps  string          `xml:"ebsInfo>ebsOptimizedInfo>maximumBandwidthInMbps,omitempty"`
+	Storage           *storageItem    `xml:"instanceStorageInfo,omitempty"`
+}
+
+type neuronItem struct {
+	Count int64  `xml:"count"`
+	Name  string `xml:"name"`
+}
+
+type storageItem struct {
+	TotalGB string `xml:"totalSizeInGB"`
+	NVMe    string `xml:"nvmeSupport"`
 }
 
 type gpuItem struct {
@@ -158,6 +172,9 @@ type networkInfoItem struct {
 	MaxInterfaces   int    `xml:"maximumNetworkInterfaces"`
 	IPv4PerInteface int    `xml:"ipv4AddressesPerInterface"`
 	Performance     string `xml:"networkPerformance,omitempty"`
+	// BaselineGbps is the first network card's baseline bandwidth.
+	BaselineGbps string `xml:"networkCards>item>baselineBandwidthInGbps,omitempty"`
+	Encryption   bool   `xml:"encryptionInTransitSupported"`
 }
 
 type describeInstanceTypesResponse struct {
@@ -203,11 +220,28 @@ func instanceTypeInfo(it *catalog.InstanceType) instanceTypeItem {
 	}
 	item.VCPUs = it.Capacity.Cpu().Value()
 	item.MemoryMiB = it.Capacity.Memory().Value() >> 20
-	if n, err := strconv.ParseInt(it.Labels[awsv1.LabelInstanceGPUCount], 10, 64); err == nil && n > 0 {
+	// Fractional GPUs (g6f) are described with a count of 0.
+	if n, err := strconv.ParseInt(it.Labels[awsv1.LabelInstanceGPUCount], 10, 64); err == nil && it.Labels[awsv1.LabelInstanceGPUName] != "" {
 		mem, _ := strconv.ParseInt(it.Labels[awsv1.LabelInstanceGPUMemory], 10, 64)
 		item.GPUs = []gpuItem{{Count: n, Name: it.Labels[awsv1.LabelInstanceGPUName], Manufacturer: it.Labels[awsv1.LabelInstanceGPUManufacturer], MemoryMiB: mem}}
 	}
 	item.Network.MaxInterfaces, item.Network.IPv4PerInteface = eniLimits(it.Capacity.Pods().Value())
+	// The catalog's labels, as the fields Karpenter reads them from.
+	l := it.Labels
+	item.Network.Encryption = l[awsv1.LabelInstanceEncryptionInTransit] == "true"
+	if mbps, err := strconv.ParseFloat(l[awsv1.LabelInstanceNetworkBandwidth], 64); err == nil {
+		item.Network.BaselineGbps = strconv.FormatFloat(mbps/1000, 'f', -1, 64)
+	}
+	if mhz, err := strconv.ParseFloat(l[awsv1.LabelInstanceCPUSustainedClockSpeed], 64); err == nil {
+		item.SustainedGHz = strconv.FormatFloat(mhz/1000, 'f', -1, 64)
+	}
+	item.EBSBandwidthMbps = l[awsv1.LabelInstanceEBSBandwidth]
+	if gb := l[awsv1.LabelInstanceLocalNVME]; gb != "" && gb != "0" {
+		item.Storage = &storageItem{TotalGB: gb, NVMe: "required"}
+	}
+	if n, err := strconv.ParseInt(l[awsv1.LabelInstanceAcceleratorCount], 10, 64); err == nil && n > 0 && l[awsv1.LabelInstanceAcceleratorManufacturer] == "aws" {
+		item.Neuron = []neuronItem{{Count: n, Name: l[awsv1.LabelInstanceAcceleratorName]}}
+	}
 	return item
 }
 

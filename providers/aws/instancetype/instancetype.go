@@ -7,6 +7,7 @@ package instancetype
 
 import (
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -135,21 +136,38 @@ func Labels(info ec2types.InstanceTypeInfo) map[string]string {
 		out[corev1.LabelArchStable] = "arm64"
 	}
 	// The category is the family's leading letters; the generation the
-	// digits after them (m5 → m, 5; inf2 → inf, 2; u7i → u, 7).
-	i := strings.IndexFunc(family, func(r rune) bool { return r >= '0' && r <= '9' })
-	if i > 0 {
-		out[awsv1.LabelInstanceCategory] = family[:i]
-		j := i
-		for j < len(family) && family[j] >= '0' && family[j] <= '9' {
-			j++
-		}
-		out[awsv1.LabelInstanceGeneration] = family[i:j]
+	// digits after them, past a memory size if any (m5 → m, 5; inf2 →
+	// inf, 2; u7i → u, 7; u-6tb1 → u, 1).
+	if m := familyScheme.FindStringSubmatch(family); m != nil {
+		out[awsv1.LabelInstanceCategory], out[awsv1.LabelInstanceGeneration] = m[1], m[2]
 	}
 	if h := string(info.Hypervisor); h != "" {
 		out[awsv1.LabelInstanceHypervisor] = h
 	}
 	if info.ProcessorInfo != nil && aws.ToString(info.ProcessorInfo.Manufacturer) != "" {
 		out[awsv1.LabelInstanceCPUManufacturer] = strings.ToLower(aws.ToString(info.ProcessorInfo.Manufacturer))
+	}
+	if info.ProcessorInfo != nil && info.ProcessorInfo.SustainedClockSpeedInGhz != nil {
+		out[awsv1.LabelInstanceCPUSustainedClockSpeed] = strconv.Itoa(int(math.Round(*info.ProcessorInfo.SustainedClockSpeedInGhz * 1000)))
+	}
+	if info.NetworkInfo != nil {
+		out[awsv1.LabelInstanceEncryptionInTransit] = strconv.FormatBool(aws.ToBool(info.NetworkInfo.EncryptionInTransitSupported))
+		if cards := info.NetworkInfo.NetworkCards; len(cards) > 0 && cards[0].BaselineBandwidthInGbps != nil {
+			out[awsv1.LabelInstanceNetworkBandwidth] = strconv.Itoa(int(math.Round(*cards[0].BaselineBandwidthInGbps * 1000)))
+		}
+	}
+	if info.EbsInfo != nil && info.EbsInfo.EbsOptimizedInfo != nil && info.EbsInfo.EbsOptimizedInfo.MaximumBandwidthInMbps != nil {
+		out[awsv1.LabelInstanceEBSBandwidth] = strconv.Itoa(int(*info.EbsInfo.EbsOptimizedInfo.MaximumBandwidthInMbps))
+	}
+	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && aws.ToInt64(s.TotalSizeInGB) > 0 {
+		out[awsv1.LabelInstanceLocalNVME] = strconv.FormatInt(aws.ToInt64(s.TotalSizeInGB), 10)
+	}
+	out[awsv1.LabelInstanceCapabilityFlex] = strconv.FormatBool(strings.Contains(family, "flex"))
+	if n := info.NeuronInfo; n != nil && len(n.NeuronDevices) > 0 {
+		d := n.NeuronDevices[0]
+		out[awsv1.LabelInstanceAcceleratorName] = strings.ToLower(aws.ToString(d.Name))
+		out[awsv1.LabelInstanceAcceleratorManufacturer] = "aws"
+		out[awsv1.LabelInstanceAcceleratorCount] = strconv.Itoa(int(aws.ToInt32(d.Count)))
 	}
 	if info.GpuInfo != nil && len(info.GpuInfo.Gpus) > 0 {
 		g := info.GpuInfo.Gpus[0]
@@ -162,6 +180,10 @@ func Labels(info ec2types.InstanceTypeInfo) map[string]string {
 	}
 	return out
 }
+
+// familyScheme reads a family name: category letters, an optional
+// "-NNtb" memory size (high-memory types), generation digits.
+var familyScheme = regexp.MustCompile(`^([a-z]+)(?:-[0-9]+tb)?([0-9]+)`)
 
 func arm64(info ec2types.InstanceTypeInfo) bool {
 	if info.ProcessorInfo == nil {
