@@ -514,3 +514,49 @@ func TestUnusedLaunchTemplatesAreCleanedUp(t *testing.T) {
 		t.Errorf("a template of an earlier run: deleted %d (%v), want 1", n, err)
 	}
 }
+
+// The seed's block device mapping and a metadataOptions override reach
+// the launch template; a Bottlerocket class gets TOML user data.
+func TestLaunchTemplateCarriesTheClassSettings(t *testing.T) {
+	ctx := context.Background()
+	class := defaultClass("custom")
+	size := resource.MustParse("100Gi")
+	class.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: aws.String("/dev/xvda"), EBS: &awsv1.BlockDevice{
+		VolumeSize: &size, VolumeType: aws.String("gp3"), IOPS: aws.Int64(3000), Throughput: aws.Int64(125), Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true)}}}
+	class.Spec.MetadataOptions = &awsv1.MetadataOptions{HTTPTokens: aws.String("optional"), HTTPPutResponseHopLimit: aws.Int64(2)}
+	e := newEnv(t, class)
+	e.pool.Spec.Template.Spec.NodeClassRef.Name = "custom"
+	e.resolve(t, "custom")
+	if _, err := e.provider.Create(ctx, e.nodeClaim("a", req(corev1.LabelArchStable, "amd64"), req("karpenter.k8s.aws/instance-gpu-count", "0"))); err != nil {
+		t.Fatal(err)
+	}
+	lts := e.fake.LaunchTemplates()
+	if len(lts) != 1 {
+		t.Fatalf("%d launch templates, want 1", len(lts))
+	}
+	lt := lts[0]
+	// 100Gi is a 100 GiB volume (EC2 sizes are GiB).
+	want := fake.BlockDevice{DeviceName: "/dev/xvda", VolumeType: "gp3", VolumeSize: "100", Encrypted: "true", DeleteOnTermination: "true"}
+	if len(lt.BlockDevices) != 1 || lt.BlockDevices[0] != want {
+		t.Errorf("block devices %+v, want %+v", lt.BlockDevices, want)
+	}
+	if lt.HTTPTokens != "optional" || lt.HTTPPutResponseHopLimit != "2" || lt.HTTPEndpoint != "enabled" {
+		t.Errorf("metadata options: tokens %q, hop limit %q, endpoint %q", lt.HTTPTokens, lt.HTTPPutResponseHopLimit, lt.HTTPEndpoint)
+	}
+
+	class = defaultClass("rocket")
+	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+	e = newEnv(t, class)
+	e.pool.Spec.Template.Spec.NodeClassRef.Name = "rocket"
+	e.resolve(t, "rocket")
+	if _, err := e.provider.Create(ctx, e.nodeClaim("b", req(corev1.LabelArchStable, "amd64"), req("karpenter.k8s.aws/instance-gpu-count", "0"))); err != nil {
+		t.Fatal(err)
+	}
+	in := e.fake.Instances()[0]
+	if !strings.Contains(in.UserData, "[settings.kubernetes]") || !strings.Contains(in.UserData, `cluster-name = "demo"`) {
+		t.Errorf("Bottlerocket user data:\n%s", in.UserData)
+	}
+	if lts := e.fake.LaunchTemplates(); len(lts[0].BlockDevices) != 2 {
+		t.Errorf("Bottlerocket block devices %+v, want its OS and data volumes", lts[0].BlockDevices)
+	}
+}
