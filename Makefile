@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools clean
+.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools helm clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -23,9 +23,12 @@ test-unit: ## Unit tests: no processes, no network.
 controlplane: ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
 	@hack/controlplane.sh
 
-test-integration: ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler).
+test-integration: helm ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler).
 	dir="$$(hack/controlplane.sh)"; \
-	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
+	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
+
+helm: ## Build the pinned helm v4 CLI into bin/ (chart lint and render tests).
+	cd hack/helm && go build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
 
 tools: ## Build the pinned code generators into bin/.
 	cd hack && go build -o $(BIN)/controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -36,6 +39,8 @@ generate: tools ## Regenerate deepcopy functions and CRDs from the API types.
 	rm -f api/crds/*.yaml
 	$(BIN)/controller-gen crd output:crd:artifacts:config=api/crds paths=./api/...
 	$(BIN)/crdpatch api/crds/*.yaml
+	rm -f charts/nodewright/crds/*.yaml
+	cp api/crds/*.yaml charts/nodewright/crds/
 
 verify: generate ## gofmt, go vet, go.mod tidy, and generated files up to date.
 	@out="$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go'))"; \
@@ -44,8 +49,8 @@ verify: generate ## gofmt, go vet, go.mod tidy, and generated files up to date.
 	go vet -tags integration ./test/integration/...
 	cd hack && go vet ./crdpatch
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit"; exit 1; }
-	@if [[ -n "$$(git status --porcelain -- api)" ]]; then \
-		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api; exit 1; fi
+	@if [[ -n "$$(git status --porcelain -- api charts/nodewright/crds)" ]]; then \
+		echo "generated files are stale; run 'make generate' and commit:"; git status --porcelain -- api charts/nodewright/crds; exit 1; fi
 
 bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against the targets, plan on it, the consolidation plan at 100-5,000 nodes, the simulator's day, Go benchmarks.
 	go run ./internal/benchmark/cmd/diverse
