@@ -21,7 +21,7 @@ func newExplainCommand() *cobra.Command {
 		Short: "Say why Nodewright does (or does not) do something",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newExplainNodeCommand())
+	cmd.AddCommand(newExplainNodeCommand(), newExplainPodCommand())
 	return cmd
 }
 

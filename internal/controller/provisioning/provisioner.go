@@ -104,19 +104,10 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 		// the claim's update triggers the next batch.
 		return nil, nil
 	}
-	pools, byName, err := p.Pools(ctx, snap)
+	plan, byName, err := p.solve(ctx, snap)
 	if err != nil {
 		return nil, err
 	}
-	in := snap.Input(pools)
-	in.MinValuesPolicy = p.opts.MinValuesPolicy
-	if p.opts.Unavailable != nil {
-		in.Unavailable = p.opts.Unavailable.IsUnavailable
-	}
-	start := p.opts.Clock.Now()
-	plan := sched.Solve(in)
-	p.opts.Metrics.ObserveScheduling("provisioner", p.opts.Clock.Since(start).Seconds())
-
 	var created []*karpv1.NodeClaim
 	var errs []error
 	for _, planned := range plan.NodeClaims {
@@ -147,6 +138,30 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 		p.recorder.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
 	}
 	return created, errors.Join(errs...)
+}
+
+// Plan decides for the pods pending now and creates nothing: a dry run
+// (`nodewright explain pod`).
+func (p *Provisioner) Plan(ctx context.Context) (sched.Plan, error) {
+	plan, _, err := p.solve(ctx, p.cluster.Snapshot())
+	return plan, err
+}
+
+// solve runs the solver on a snapshot with the NodePools it may use.
+func (p *Provisioner) solve(ctx context.Context, snap state.Snapshot) (sched.Plan, map[string]*karpv1.NodePool, error) {
+	pools, byName, err := p.Pools(ctx, snap)
+	if err != nil {
+		return sched.Plan{}, nil, err
+	}
+	in := snap.Input(pools)
+	in.MinValuesPolicy = p.opts.MinValuesPolicy
+	if p.opts.Unavailable != nil {
+		in.Unavailable = p.opts.Unavailable.IsUnavailable
+	}
+	start := p.opts.Clock.Now()
+	plan := sched.Solve(in)
+	p.opts.Metrics.ObserveScheduling("provisioner", p.opts.Clock.Since(start).Seconds())
+	return plan, byName, nil
 }
 
 // Pools gathers the Ready NodePools this provider serves, with their
