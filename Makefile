@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools helm clean
+.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools helm sandbox sandbox-down clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -26,6 +26,13 @@ controlplane: ## Build (once, cached) etcd, kube-apiserver, kube-controller-mana
 test-integration: helm ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler).
 	dir="$$(hack/controlplane.sh)"; \
 	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
+
+sandbox: ## Start a local sandbox: control plane, CRDs, Nodewright with the kwok provider; prints what to run next.
+	dir="$$(hack/controlplane.sh)"; \
+	go build -o $(BIN)/sandbox ./cmd/sandbox && NODEWRIGHT_CONTROLPLANE_DIR="$$dir" $(BIN)/sandbox up --state .sandbox
+
+sandbox-down: ## Stop the sandbox and everything it started.
+	go build -o $(BIN)/sandbox ./cmd/sandbox && $(BIN)/sandbox down --state .sandbox
 
 helm: ## Build the pinned helm v4 CLI into bin/ (chart lint and render tests).
 	cd hack/helm && go build -o $(BIN)/helm helm.sh/helm/v4/cmd/helm
