@@ -25,7 +25,7 @@ func (o *awsOptions) register(f *pflag.FlagSet) {
 	f.StringVar(&o.clusterEndpoint, "cluster-endpoint", envDefault("CLUSTER_ENDPOINT", ""), "aws: the API server URL nodes join (env CLUSTER_ENDPOINT; default: the controller's)")
 	f.StringVar(&o.clusterCABundle, "cluster-ca-bundle", envDefault("CLUSTER_CA_BUNDLE", ""), "aws: base64 PEM of the cluster CA nodes trust (env CLUSTER_CA_BUNDLE)")
 	f.StringVar(&o.region, "aws-region", envDefault("AWS_REGION", ""), "aws: region (env AWS_REGION; default: the SDK's configuration, us-east-1 with --aws-endpoint)")
-	f.StringVar(&o.endpoint, "aws-endpoint", envDefault("AWS_ENDPOINT_URL", ""), "aws: send every AWS call to this URL instead of AWS, e.g. `nodewright fake-aws`'s (env AWS_ENDPOINT_URL); must be loopback")
+	f.StringVar(&o.endpoint, "aws-endpoint", envDefault("AWS_ENDPOINT_URL", ""), "aws: send every AWS call to this loopback URL instead of AWS, e.g. the one nodewright fake-aws serves (env AWS_ENDPOINT_URL)")
 	f.StringVar(&o.interruptionQueue, "interruption-queue", envDefault("INTERRUPTION_QUEUE", ""), "aws: SQS queue of spot interruption, rebalance, scheduled-change and instance state-change events (env INTERRUPTION_QUEUE; default: none)")
 	f.StringVar(&o.kubernetesVersion, "kubernetes-version", envDefault("KUBERNETES_VERSION", ""), "aws: Kubernetes minor version AMI aliases resolve for (env KUBERNETES_VERSION; default: the API server's)")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,5 +58,21 @@ func TestUnknownCommandFails(t *testing.T) {
 	}
 	if _, err := run(t, "crds", "extra"); err == nil {
 		t.Error("crds accepted a stray argument")
+	}
+}
+
+// docs/configuration.md is what the flags say now.
+func TestConfigurationReferenceIsCurrent(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/somewhere/else") // the documented defaults are the built-in ones
+	out, err := run(t, "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("docs/configuration.md is stale: run 'go run ./cmd/nodewright docs > docs/configuration.md'")
 	}
 }

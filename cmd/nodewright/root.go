@@ -20,6 +20,7 @@ launches, replaces and removes nodes to fit the pods that cannot be scheduled.`,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand(), newExplainCommand(), newFakeAWSCommand())
+	root.AddCommand(newVersionCommand(), newCRDsCommand(), newPlanCommand(), newControllerCommand(), newSimulateCommand(), newExplainCommand(), newFakeAWSCommand(),
+		newDocsCommand(func() *cobra.Command { return newRootCommand(io.Discard, io.Discard) }))
 	return root
 }
