@@ -27,9 +27,10 @@ test-integration: helm ## Integration tests against a real etcd + kube-apiserver
 	dir="$$(hack/controlplane.sh)"; \
 	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
 
-sandbox: ## Start a local sandbox: control plane, CRDs, Nodewright with the kwok provider; prints what to run next.
+SANDBOX_PROVIDER ?= kwok
+sandbox: ## Start a local sandbox: control plane, CRDs, Nodewright (kwok; SANDBOX_PROVIDER=aws: the fake AWS); prints what to run next.
 	dir="$$(hack/controlplane.sh)"; \
-	go build -o $(BIN)/sandbox ./cmd/sandbox && NODEWRIGHT_CONTROLPLANE_DIR="$$dir" $(BIN)/sandbox up --state .sandbox
+	go build -o $(BIN)/sandbox ./cmd/sandbox && NODEWRIGHT_CONTROLPLANE_DIR="$$dir" $(BIN)/sandbox up --state .sandbox --cloud-provider $(SANDBOX_PROVIDER)
 
 sandbox-down: ## Stop the sandbox and everything it started.
 	go build -o $(BIN)/sandbox ./cmd/sandbox && $(BIN)/sandbox down --state .sandbox

@@ -4,10 +4,14 @@
 // `nodewright controller` with the kwok provider (its nodes are Node
 // objects, its kubelet emulated), in one background process.
 //
-//	sandbox up   [--state DIR]   start it; print the lines a user needs
-//	sandbox down [--state DIR]   stop all of it; nothing is left running
+//	sandbox up   [--state DIR] [--cloud-provider kwok|aws]   start it; print the lines a user needs
+//	sandbox down [--state DIR]                               stop all of it; nothing is left running
 //
-// `make sandbox` and `make sandbox-down` run these with --state .sandbox.
+// With --cloud-provider aws the AWS provider runs against the fake AWS
+// (providers/aws/fake) on loopback, whose instances join the cluster, and
+// the seed's manifests are what to apply. `make sandbox` and `make
+// sandbox-down` run these with --state .sandbox (SANDBOX_PROVIDER=aws for
+// the fake AWS).
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,6 +36,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/pkg/catalog"
+	"github.com/nodewright/nodewright/providers/aws/fake"
 	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
@@ -41,6 +47,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	state := fs.String("state", ".sandbox", "directory holding the sandbox's kubeconfig, pids and logs")
+	provider := fs.String("cloud-provider", "kwok", "kwok, or aws (against the fake AWS)")
 	_ = fs.Parse(os.Args[2:])
 	dir, err := filepath.Abs(*state)
 	if err != nil {
@@ -48,11 +55,15 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "up":
-		err = up(dir)
+		if *provider != "kwok" && *provider != "aws" {
+			err = fmt.Errorf("--cloud-provider %q: want kwok or aws", *provider)
+			break
+		}
+		err = up(dir, *provider)
 	case "down":
 		err = down(dir)
 	case "serve":
-		err = serve(dir)
+		err = serve(dir, *provider)
 	default:
 		err = fmt.Errorf("unknown command %q: want up or down", os.Args[1])
 	}
@@ -67,7 +78,7 @@ func fail(err error) {
 }
 
 // up starts the supervisor in the background and waits until it is ready.
-func up(dir string) error {
+func up(dir, provider string) error {
 	if pid, ok := running(dir); ok {
 		return fmt.Errorf("a sandbox is already running (pid %d, state %s): run 'make sandbox-down' first", pid, dir)
 	}
@@ -89,7 +100,7 @@ func up(dir string) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(self, "serve", "--state", dir)
+	cmd := exec.Command(self, "serve", "--state", dir, "--cloud-provider", provider)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
 	if err := cmd.Start(); err != nil {
@@ -103,7 +114,11 @@ func up(dir string) error {
 		if _, err := os.Stat(ready); err == nil {
 			kubeconfig := filepath.Join(dir, "kubeconfig")
 			fmt.Printf("export KUBECONFIG=%s PATH=%s:$PATH\n", kubeconfig, os.Getenv(controlplane.EnvBinDir))
-			fmt.Println("kubectl apply -f examples/quickstart/nodepool.yaml -f examples/quickstart/web.yaml")
+			if provider == "aws" {
+				fmt.Printf("for f in testdata/seed/ec2nodeclass-default.yaml testdata/seed/nodepool-default.yaml testdata/seed/nodepool-stable.yaml testdata/seed/deployment-web-api.yaml; do echo ---; sed 's/${CLUSTER_NAME}/%s/' \"$f\"; done | kubectl apply -f -\n", sandboxCluster)
+			} else {
+				fmt.Println("kubectl apply -f examples/quickstart/nodepool.yaml -f examples/quickstart/web.yaml")
+			}
 			return nil
 		}
 		select {
@@ -120,7 +135,11 @@ func up(dir string) error {
 
 // serve is the background supervisor: control plane, CRDs, controller,
 // until SIGTERM.
-func serve(dir string) error {
+// sandboxCluster is the cluster name the fake AWS's resources are tagged
+// for.
+const sandboxCluster = "sandbox"
+
+func serve(dir, provider string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	manifests, err := crds.Manifests()
@@ -150,23 +169,44 @@ func serve(dir string) error {
 	if err != nil {
 		return err
 	}
-	done := make(chan error, 1)
-	go func() {
-		done <- operator.Run(ctx, cp.Config, operator.Config{
-			CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: 2 * time.Second,
-			BatchIdle: time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
-			MetricsAddr: "0", HealthAddr: "0", Logger: logger(),
-		})
-	}()
+	conf := operator.Config{
+		CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: 2 * time.Second,
+		BatchIdle: time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
+		MetricsAddr: "0", HealthAddr: "0", Logger: logger(),
+	}
+	done := make(chan error, 2)
+	runners := 1
+	if provider == "aws" {
+		runners++
+		// The fake AWS on loopback; its instances join the cluster.
+		aws, err := fake.New(fake.Options{InstanceTypes: types, World: fake.DefaultWorld(sandboxCluster)})
+		if err != nil {
+			return err
+		}
+		endpoint := httptest.NewServer(aws)
+		defer endpoint.Close()
+		go func() { done <- aws.Join(ctx, cp.Config, 2*time.Second) }()
+		conf.CloudProvider, conf.KWOKKubelet = "aws", false
+		conf.AWS = operator.AWSConfig{SDK: fake.Config(endpoint.URL), ClusterName: sandboxCluster, InterruptionQueue: sandboxCluster}
+	}
+	go func() { done <- operator.Run(ctx, cp.Config, conf) }()
 	if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
 		return err
 	}
+	// Until SIGTERM, or until a runner fails: then stop the others too.
+	var first error
 	select {
 	case <-ctx.Done():
-		return <-done
-	case err := <-done:
-		return err
+	case first = <-done:
+		runners--
+		stop()
 	}
+	for ; runners > 0; runners-- {
+		if err := <-done; first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 func logger() logr.Logger { return zap.New(zap.UseDevMode(false)) }

@@ -1,8 +1,8 @@
 //go:build integration
 
 // Package sandbox_test does what a new user of `make sandbox` would: start
-// it, apply the quickstart, scale, watch nodes come and go, stop it, and
-// finds nothing left running.
+// it, paste the lines it prints, scale, watch nodes come and go, stop it,
+// and finds nothing left running.
 package sandbox_test
 
 import (
@@ -16,66 +16,52 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/operator"
 )
 
-func TestSandboxFromStartToStop(t *testing.T) {
-	ctx := context.Background()
+// sandbox is a running sandbox and what `up` printed.
+type sandbox struct {
+	root, bin, state string
+	// lines: the environment to export, then what to apply.
+	lines []string
+	pids  []int
+	kube  client.Client
+}
+
+// start builds cmd/sandbox and runs `up` with a provider.
+func start(t *testing.T, provider string) *sandbox {
+	t.Helper()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "sandbox")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/sandbox")
+	s := &sandbox{root: root, bin: filepath.Join(t.TempDir(), "sandbox"), state: filepath.Join(t.TempDir(), "state")}
+	build := exec.Command("go", "build", "-o", s.bin, "./cmd/sandbox")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the sandbox: %v\n%s", err, out)
 	}
-	state := filepath.Join(t.TempDir(), "state")
-	up := exec.Command(bin, "up", "--state", state)
+	up := exec.Command(s.bin, "up", "--state", s.state, "--cloud-provider", provider)
 	up.Dir = root
 	out, err := up.Output()
 	if err != nil {
 		t.Fatalf("sandbox up: %v\n%s", err, out)
 	}
-	pids := readPids(t, state)
-	t.Cleanup(func() { _ = exec.Command(bin, "down", "--state", state).Run() })
-
-	// The two lines: the environment, then what to apply.
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "export KUBECONFIG=") || !strings.HasPrefix(lines[1], "kubectl apply -f examples/") {
+	t.Cleanup(func() { _ = exec.Command(s.bin, "down", "--state", s.state).Run() })
+	s.lines = strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(s.lines) != 2 || !strings.HasPrefix(s.lines[0], "export KUBECONFIG=") {
 		t.Fatalf("sandbox up printed:\n%s", out)
 	}
-	env := os.Environ()
-	for _, kv := range strings.Fields(strings.TrimPrefix(lines[0], "export ")) {
-		k, v, _ := strings.Cut(kv, "=")
-		env = append(env, k+"="+strings.ReplaceAll(v, "$PATH", os.Getenv("PATH")))
-	}
-	kubectl := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("kubectl", args...)
-		cmd.Dir, cmd.Env = root, env
-		for _, kv := range env { // kubectl itself is found on the printed PATH
-			if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-				if found, err := lookPath("kubectl", p); err == nil {
-					cmd.Path = found
-				}
-			}
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-		}
-	}
-	kubectl(strings.Fields(strings.TrimPrefix(lines[1], "kubectl "))...)
-
-	kubeconfig := strings.TrimPrefix(strings.Fields(lines[0])[1], "KUBECONFIG=")
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	s.pids = readPids(t, s.state)
+	restConfig, err := clientcmd.BuildConfigFromFlags("", strings.TrimPrefix(strings.Fields(s.lines[0])[1], "KUBECONFIG="))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,56 +69,108 @@ func TestSandboxFromStartToStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
+	crlog.SetLogger(logr.Discard()) // the client's own logs say nothing a test needs
+	if s.kube, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
-	kubectl("scale", "deployment", "web", "--replicas=12")
-	poll := func(what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
-		t.Helper()
-		if err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, cond); err != nil {
-			log, _ := os.ReadFile(filepath.Join(state, "sandbox.log"))
-			t.Fatalf("%s: %v\nsandbox log tail:\n%s", what, err, tail(string(log), 40))
-		}
-	}
-	poll("12 web pods running on Nodewright's nodes", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
-			return false, err
-		}
-		running := 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-		}
-		var nodes corev1.NodeList
-		if err := kube.List(ctx, &nodes, client.HasLabels{karpv1.LabelNodePool}); err != nil {
-			return false, err
-		}
-		return running == 12 && len(nodes.Items) > 0, nil
-	})
-	kubectl("scale", "deployment", "web", "--replicas=0")
-	poll("every node removed once empty", 5*time.Minute, func(ctx context.Context) (bool, error) {
-		var nodes corev1.NodeList
-		if err := kube.List(ctx, &nodes, client.HasLabels{karpv1.LabelNodePool}); err != nil {
-			return false, err
-		}
-		return len(nodes.Items) == 0, nil
-	})
+	return s
+}
 
-	down := exec.Command(bin, "down", "--state", state)
-	if out, err := down.CombinedOutput(); err != nil {
+// shell runs a script after the printed export line, in the repository,
+// as a user's terminal would.
+func (s *sandbox) shell(t *testing.T, script string) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", s.lines[0]+"\n"+script)
+	cmd.Dir = s.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// poll waits for cond, showing the sandbox's log on failure.
+func (s *sandbox) poll(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, cond); err != nil {
+		log, _ := os.ReadFile(filepath.Join(s.state, "sandbox.log"))
+		t.Fatalf("%s: %v\nsandbox log tail:\n%s", what, err, tail(string(log), 40))
+	}
+}
+
+// stop runs `down` and checks no process and no state are left.
+func (s *sandbox) stop(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command(s.bin, "down", "--state", s.state).CombinedOutput(); err != nil {
 		t.Fatalf("sandbox down: %v\n%s", err, out)
 	}
-	for _, pid := range pids {
+	for _, pid := range s.pids {
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("process %d is still running after sandbox down", pid)
 		}
 	}
-	if _, err := os.Stat(state); !os.IsNotExist(err) {
-		t.Errorf("state directory %s left behind", state)
+	if _, err := os.Stat(s.state); !os.IsNotExist(err) {
+		t.Errorf("state directory %s left behind", s.state)
 	}
+}
+
+// running counts an app's Running pods whose node passes onNode.
+func (s *sandbox) running(ctx context.Context, app string, onNode func(*corev1.Node) bool) (int, error) {
+	var pods corev1.PodList
+	if err := s.kube.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels{"app": app}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := s.kube.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+			return 0, err
+		}
+		if onNode(node) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func managed(n *corev1.Node) bool { return n.Labels[karpv1.LabelNodePool] != "" }
+
+func TestSandboxFromStartToStop(t *testing.T) {
+	s := start(t, "kwok")
+	if !strings.HasPrefix(s.lines[1], "kubectl apply -f examples/") {
+		t.Fatalf("the second line %q does not apply an example", s.lines[1])
+	}
+	s.shell(t, s.lines[1])
+	s.shell(t, "kubectl scale deployment web --replicas=12")
+	s.poll(t, "12 web pods running on Nodewright's nodes", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := s.running(ctx, "web", managed)
+		return n == 12, err
+	})
+	s.shell(t, "kubectl scale deployment web --replicas=0")
+	s.poll(t, "every node removed once empty", 5*time.Minute, func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		if err := s.kube.List(ctx, &nodes, client.HasLabels{karpv1.LabelNodePool}); err != nil {
+			return false, err
+		}
+		return len(nodes.Items) == 0, nil
+	})
+	s.stop(t)
+}
+
+// The sandbox with the fake AWS: the seed's manifests, applied as printed,
+// put web-api's pods on the stable pool's fake-AWS nodes; then everything
+// stops.
+func TestSandboxWithTheFakeAWS(t *testing.T) {
+	s := start(t, "aws")
+	s.shell(t, s.lines[1])
+	s.poll(t, "web-api's 6 pods on the stable pool's fake-AWS nodes", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := s.running(ctx, "web-api", func(node *corev1.Node) bool {
+			return node.Labels[karpv1.LabelNodePool] == "stable" && strings.HasPrefix(node.Spec.ProviderID, "aws:///")
+		})
+		return n == 6, err
+	})
+	s.stop(t)
 }
 
 func readPids(t *testing.T, state string) []int {
@@ -151,17 +189,6 @@ func readPids(t *testing.T, state string) []int {
 		t.Fatalf("pids %v: want the supervisor and the control plane's four", out)
 	}
 	return out
-}
-
-// lookPath finds a program on a PATH value.
-func lookPath(name, path string) (string, error) {
-	for _, dir := range filepath.SplitList(path) {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
 }
 
 func tail(s string, n int) string {
