@@ -69,7 +69,7 @@ type Dependencies struct {
 // IndexFields registers the field indexes the controllers look objects up
 // by; call it before the client that serves them is used.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
-	for _, index := range []func(context.Context, client.FieldIndexer) error{nodeclaim.IndexFields, nomination.IndexFields, termination.IndexFields} {
+	for _, index := range []func(context.Context, client.FieldIndexer) error{nodeclaim.IndexFields, nomination.IndexFields, termination.IndexFields, interruption.IndexFields} {
 		if err := index(ctx, indexer); err != nil {
 			return err
 		}

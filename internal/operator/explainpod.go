@@ -7,13 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -57,13 +54,9 @@ func (e PodExplanation) Write(w io.Writer) error {
 // provisioner would without creating anything. conf gives the instance
 // types; the clock, logger and provider are set here.
 func ExplainPod(ctx context.Context, restConfig *rest.Config, conf Config, namespace, name string) (PodExplanation, error) {
-	scheme, err := Scheme()
+	kube, scheme, err := liveClient(restConfig)
 	if err != nil {
 		return PodExplanation{}, err
-	}
-	kube, err := client.New(restConfig, client.Options{Scheme: scheme})
-	if err != nil {
-		return PodExplanation{}, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	out := PodExplanation{Pod: namespace + "/" + name}
 	pod := &corev1.Pod{}
@@ -78,7 +71,7 @@ func ExplainPod(ctx context.Context, restConfig *rest.Config, conf Config, names
 	case pod.DeletionTimestamp != nil:
 		out.Verdict = "it is being deleted"
 		return out, nil
-	case ownedBy(pod, "DaemonSet"):
+	case ownerKind(pod) == "DaemonSet":
 		out.Verdict = "it is a DaemonSet pod: its node comes first, Nodewright counts it as overhead of every node it launches"
 		return out, nil
 	case !unschedulable(pod):
@@ -90,14 +83,9 @@ func ExplainPod(ctx context.Context, restConfig *rest.Config, conf Config, names
 		return out, nil
 	}
 
-	conf.CloudProvider, conf.KWOKServesEC2NodeClasses = "kwok", true
-	conf.Clock, conf.Logger = clock.RealClock{}, logr.Discard()
-	components, err := Build(conf, Dependencies{Kube: kube, Recorder: &record.FakeRecorder{}})
+	components, err := liveComponents(ctx, kube, scheme, conf)
 	if err != nil {
 		return out, err
-	}
-	if err := Sync(ctx, kube, scheme, components.Cluster); err != nil {
-		return out, fmt.Errorf("reading the cluster: %w", err)
 	}
 	plan, err := components.Provisioner.Plan(ctx)
 	if err != nil {
@@ -178,8 +166,11 @@ func unschedulable(p *corev1.Pod) bool {
 	})
 }
 
-func ownedBy(p *corev1.Pod, kind string) bool {
-	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == kind && o.Controller != nil && *o.Controller })
+func ownerKind(p *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(p); ref != nil {
+		return ref.Kind
+	}
+	return ""
 }
 
 func gateNames(p *corev1.Pod) []string {

@@ -35,6 +35,17 @@ type InstanceType struct {
 	Offerings   []Offering
 }
 
+// Holds reports whether every request fits the type's allocatable (a
+// resource it does not list is zero).
+func (it *InstanceType) Holds(requests corev1.ResourceList) bool {
+	for name, q := range requests {
+		if q.Cmp(it.Allocatable[name]) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Available returns the offerings that can be launched now.
 func (it *InstanceType) Available() []Offering {
 	out := make([]Offering, 0, len(it.Offerings))

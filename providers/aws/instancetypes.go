@@ -29,6 +29,8 @@ import (
 type inventory struct {
 	read  time.Time
 	infos []ec2types.InstanceTypeInfo
+	// index finds a type's description in infos.
+	index map[ec2types.InstanceType]int
 	zones map[string][]string
 	spot  map[string]map[string]float64
 	// onDemand are on-demand prices: the Pricing API's over the table.
@@ -59,7 +61,7 @@ func (p *Provider) inventory(ctx context.Context) (*inventory, error) {
 	if inv := p.cache.inv; inv != nil && now.Sub(inv.read) < p.opts.RefreshInterval {
 		return inv, nil
 	}
-	inv := &inventory{read: now, zones: map[string][]string{}, spot: map[string]map[string]float64{}, onDemand: maps.Clone(p.onDemand)}
+	inv := &inventory{read: now, index: map[ec2types.InstanceType]int{}, zones: map[string][]string{}, spot: map[string]map[string]float64{}, onDemand: maps.Clone(p.onDemand)}
 	if p.opts.Pricing != nil {
 		prices, err := onDemandPrices(ctx, p.opts.Pricing, p.opts.Region)
 		if err != nil {
@@ -77,6 +79,7 @@ func (p *Provider) inventory(ctx context.Context) (*inventory, error) {
 		}
 		for _, info := range page.InstanceTypes {
 			if supported(info) {
+				inv.index[info.InstanceType] = len(inv.infos)
 				inv.infos = append(inv.infos, info)
 			}
 		}

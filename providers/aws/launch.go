@@ -123,7 +123,7 @@ func chooseOptions(types []*catalog.InstanceType, reqs requirement.Requirements,
 	byType := map[string][]launchOption{}
 	var all []launchOption
 	for _, it := range types {
-		if !fits(requests, it.Allocatable) || reqs.Intersects(requirement.FromLabels(it.Labels)) != nil {
+		if !it.Holds(requests) || reqs.Intersects(requirement.FromLabels(it.Labels)) != nil {
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -155,16 +155,6 @@ func chooseOptions(types []*catalog.InstanceType, reqs requirement.Requirements,
 		out = append(out, o)
 	}
 	return capacityType, out
-}
-
-// fits: every request within allocatable (an absent resource is zero).
-func fits(requests, allocatable corev1.ResourceList) bool {
-	for name, q := range requests {
-		if q.Cmp(allocatable[name]) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // groupByImage gives each option the newest non-deprecated image of the

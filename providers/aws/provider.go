@@ -342,11 +342,8 @@ func (p *Provider) asNodeClaim(ctx context.Context, in ec2types.Instance) *karpv
 	nc.Status.ProviderID = ProviderID(zone, aws.ToString(in.InstanceId))
 	nc.Status.ImageID = aws.ToString(in.ImageId)
 	if inv, err := p.inventory(ctx); err == nil {
-		for _, info := range inv.infos {
-			if info.InstanceType == in.InstanceType {
-				nc.Status.Capacity = capacityOf(info)
-				break
-			}
+		if i, ok := inv.index[in.InstanceType]; ok {
+			nc.Status.Capacity = capacityOf(inv.infos[i])
 		}
 	}
 	return nc

@@ -192,7 +192,7 @@ func (p *Provider) choose(nc *karpv1.NodeClaim) (*catalog.InstanceType, catalog.
 	for i, it := range p.types {
 		// The type's own labels first (once per type), then each
 		// offering's zone and capacity type.
-		if !fits(nc.Spec.Resources.Requests, it.Allocatable) || reqs.Intersects(p.labels[i]) != nil {
+		if !it.Holds(nc.Spec.Resources.Requests) || reqs.Intersects(p.labels[i]) != nil {
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -214,16 +214,6 @@ func (p *Provider) choose(nc *karpv1.NodeClaim) (*catalog.InstanceType, catalog.
 		return cmp.Or(cmp.Compare(a.o.Price, b.o.Price), cmp.Compare(a.it.Name, b.it.Name), cmp.Compare(a.o.Zone, b.o.Zone), cmp.Compare(a.o.CapacityType, b.o.CapacityType))
 	})
 	return best.it, best.o, nil
-}
-
-// fits: every request within allocatable (an absent resource is zero).
-func fits(requests, allocatable corev1.ResourceList) bool {
-	for name, q := range requests {
-		if q.Cmp(allocatable[name]) > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // offeringLabels: the labels a node of this type launched from this

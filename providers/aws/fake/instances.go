@@ -314,7 +314,7 @@ func (s *Server) describeInstances(q query) (any, *Fault) {
 	var picked []*Instance
 	for _, id := range ids {
 		if _, ok := s.instances[id]; !ok {
-			return nil, &Fault{Status: http.StatusBadRequest, Code: "InvalidInstanceID.NotFound", Message: fmt.Sprintf("The instance ID '%s' does not exist", id)}
+			return nil, noSuchInstance(id)
 		}
 	}
 	for _, in := range s.instances {
@@ -358,7 +358,7 @@ func (s *Server) terminateInstances(q query) (any, *Fault) {
 	for _, id := range q.list("InstanceId") {
 		in, ok := s.instances[id]
 		if !ok {
-			return nil, &Fault{Status: http.StatusBadRequest, Code: "InvalidInstanceID.NotFound", Message: fmt.Sprintf("The instance ID '%s' does not exist", id)}
+			return nil, noSuchInstance(id)
 		}
 		previous := in.State
 		in.State = "terminated"
@@ -379,7 +379,7 @@ func (s *Server) createTags(q query) (any, *Fault) {
 	for _, id := range q.list("ResourceId") {
 		in, ok := s.instances[id]
 		if !ok {
-			return nil, &Fault{Status: http.StatusBadRequest, Code: "InvalidInstanceID.NotFound", Message: fmt.Sprintf("The instance ID '%s' does not exist", id)}
+			return nil, noSuchInstance(id)
 		}
 		for i := 1; ; i++ {
 			k := q.get(fmt.Sprintf("Tag.%d.Key", i))
@@ -390,4 +390,9 @@ func (s *Server) createTags(q query) (any, *Fault) {
 		}
 	}
 	return createTagsResponse{NS: ec2Namespace, RequestID: "fake", Return: true}, nil
+}
+
+// noSuchInstance is EC2's answer naming an instance it does not have.
+func noSuchInstance(id string) *Fault {
+	return &Fault{Status: http.StatusBadRequest, Code: "InvalidInstanceID.NotFound", Message: fmt.Sprintf("The instance ID '%s' does not exist", id)}
 }

@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/termination"
+	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 )
 
@@ -190,21 +192,33 @@ func (c *Controller) handle(ctx context.Context, msg sqstypes.Message) error {
 	if parsed.Kind == NoOp {
 		return nil
 	}
-	claims := &karpv1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims); err != nil {
-		return fmt.Errorf("listing nodeclaims: %w", err)
-	}
 	for _, id := range parsed.InstanceIDs {
+		claims := &karpv1.NodeClaimList{}
+		if err := c.kube.List(ctx, claims, client.MatchingFields{NodeClaimInstanceIDIndex: id}); err != nil {
+			return fmt.Errorf("finding the nodeclaim of instance %s: %w", id, err)
+		}
 		for i := range claims.Items {
-			nc := &claims.Items[i]
-			if strings.HasSuffix(nc.Status.ProviderID, "/"+id) {
-				if err := c.act(ctx, nc, parsed); err != nil {
-					return err
-				}
+			if err := c.act(ctx, &claims.Items[i], parsed); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// NodeClaimInstanceIDIndex finds a NodeClaim by its instance's ID (the
+// last part of its provider ID), as Karpenter's status.instanceID index.
+const NodeClaimInstanceIDIndex = "status.instanceID"
+
+// IndexFields registers the index the controller finds NodeClaims by.
+func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimInstanceIDIndex, func(o client.Object) []string {
+		id := o.(*karpv1.NodeClaim).Status.ProviderID
+		if i := strings.LastIndex(id, "/"); i >= 0 && i < len(id)-1 {
+			return []string{id[i+1:]}
+		}
+		return nil
+	})
 }
 
 // act reports the event on the NodeClaim and, for kinds that end the
@@ -258,15 +272,17 @@ func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim)
 		}
 	}
 	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: node.Name}); err != nil {
 		return nil, false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
-	var moving []*corev1.Pod
+	// The pods a drain moves: running ones, not DaemonSet or static pods.
+	var live []*corev1.Pod
 	for i := range pods.Items {
-		if p := &pods.Items[i]; reschedulable(p) {
-			moving = append(moving, p)
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			live = append(live, p)
 		}
 	}
+	moving := disruption.Reschedulable(live)
 	if len(moving) == 0 || c.replacer == nil {
 		return nil, true, nil
 	}
@@ -283,20 +299,6 @@ func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim)
 	}
 	c.log.Info("interrupted node cordoned, replacement capacity launching", "node", node.Name, "NodeClaim", nc.Name, "pods", len(moving), "replacements", names)
 	return names, true, nil
-}
-
-// reschedulable: pods a drain moves (not DaemonSet or static pods, not
-// finished, not already going).
-func reschedulable(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Controller != nil && *o.Controller && (o.Kind == "DaemonSet" || o.Kind == "Node") {
-			return false
-		}
-	}
-	return true
 }
 
 // finish deletes the cordoned NodeClaims whose replacements are up or

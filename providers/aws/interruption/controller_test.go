@@ -3,6 +3,7 @@ package interruption_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,7 +83,11 @@ func newEnv(t *testing.T) *env {
 	ds := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default",
 		OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: new(true)}}}, Spec: corev1.PodSpec{NodeName: "node-1"}}
 	kube := crfake.NewClientBuilder().WithScheme(s).WithObjects(nc, node, app, ds).
-		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithIndex(&karpv1.NodeClaim{}, interruption.NodeClaimInstanceIDIndex, func(o client.Object) []string {
+			id := o.(*karpv1.NodeClaim).Status.ProviderID
+			return []string{id[strings.LastIndex(id, "/")+1:]}
+		}).Build()
 	r, m := &replacer{}, &marks{}
 	ctrl := interruption.New(kube, sqs.NewFromConfig(fake.InProcessConfig(f)), r, m, record.NewFakeRecorder(100), nil, clk, logr.Discard(),
 		interruption.Options{Queue: "demo", WaitTime: time.Second})

@@ -13,7 +13,6 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -143,12 +142,7 @@ func ProfileName(cluster, region, class string) string {
 // a profile holding spec.role, and sets InstanceProfileReady.
 func (c *Controller) instanceProfile(ctx context.Context, class *awsv1.EC2NodeClass, now metav1.Time) error {
 	set := func(ok bool, reason, message string) {
-		cond := metav1.Condition{Type: selectors.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: selectors.ConditionInstanceProfileReady,
-			ObservedGeneration: class.Generation, LastTransitionTime: now}
-		if !ok {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, reason, message
-		}
-		meta.SetStatusCondition(&class.Status.Conditions, cond)
+		selectors.SetCondition(class, selectors.ConditionInstanceProfileReady, ok, reason, message, now)
 	}
 	if name := aws.ToString(class.Spec.InstanceProfile); name != "" {
 		_, err := c.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})

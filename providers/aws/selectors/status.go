@@ -41,13 +41,7 @@ func Resolve(ctx context.Context, ec2api EC2, ssmapi SSM, nc *awsv1.EC2NodeClass
 		return fmt.Errorf("ec2nodeclass %s: %w", nc.Name, err)
 	}
 	nc.Status.Subnets, nc.Status.SecurityGroups, nc.Status.AMIs = subnets, groups, amis
-	set := func(t string, ok bool, reason, message string) {
-		c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation, LastTransitionTime: now}
-		if !ok {
-			c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, message
-		}
-		meta.SetStatusCondition(&nc.Status.Conditions, c)
-	}
+	set := func(t string, ok bool, reason, message string) { SetCondition(nc, t, ok, reason, message, now) }
 	set(ConditionSubnetsReady, len(subnets) > 0, "SubnetsNotFound", "SubnetSelector did not match any Subnets: "+describe(nc.Spec.SubnetSelectorTerms))
 	set(ConditionSecurityGroupsReady, len(groups) > 0, "SecurityGroupsNotFound", "SecurityGroupSelector did not match any SecurityGroups: "+describe(nc.Spec.SecurityGroupSelectorTerms))
 	set(ConditionAMIsReady, len(amis) > 0, "AMINotFound", "AMISelector did not match any AMIs: "+describe(nc.Spec.AMISelectorTerms))
@@ -64,9 +58,15 @@ func SetReady(nc *awsv1.EC2NodeClass, now metav1.Time) {
 			notReady = append(notReady, fmt.Sprintf("%s (%s)", t, c.Message))
 		}
 	}
-	c := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ConditionReady, ObservedGeneration: nc.Generation, LastTransitionTime: now}
-	if len(notReady) > 0 {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "NotReady", strings.Join(notReady, "; ")
+	SetCondition(nc, ConditionReady, len(notReady) == 0, "NotReady", strings.Join(notReady, "; "), now)
+}
+
+// SetCondition sets one of the class's conditions: True with the type as
+// its reason, or False with reason and message.
+func SetCondition(nc *awsv1.EC2NodeClass, t string, ok bool, reason, message string, now metav1.Time) {
+	c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t, ObservedGeneration: nc.Generation, LastTransitionTime: now}
+	if !ok {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, message
 	}
 	meta.SetStatusCondition(&nc.Status.Conditions, c)
 }
