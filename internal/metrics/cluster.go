@@ -21,15 +21,15 @@ type Pricer func(instanceType, zone, capacityType string) (float64, bool)
 // karpenter_nodes_* (allocatable, pod and daemon requests and limits,
 // system overhead, current lifetime), karpenter_pods_state,
 // karpenter_cluster_state_node_count, karpenter_cluster_state_synced,
+// karpenter_cluster_state_unsynced_time_seconds,
 // karpenter_cluster_utilization_percent and karpenter_nodepools_cost_total.
 type ClusterCollector struct {
 	cluster *state.Cluster
 	clock   clock.PassiveClock
 	price   Pricer
-	synced  func() bool
 
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead, lifetime *prometheus.Desc
-	podState, nodeCount, syncedDesc, utilization, cost                                    *prometheus.Desc
+	podState, nodeCount, syncedDesc, unsyncedTime, utilization, cost                      *prometheus.Desc
 }
 
 // nodeLabels: the well-known node labels Karpenter exports, snake-cased,
@@ -44,9 +44,8 @@ var nodeLabels = []struct{ key, name string }{
 	{karpv1.LabelCapacityType, "capacity_type"},
 }
 
-// NewClusterCollector reports cluster; price may be nil (no cost series),
-// synced reports whether the informers have synced (nil: always).
-func NewClusterCollector(cluster *state.Cluster, clk clock.PassiveClock, price Pricer, synced func() bool) *ClusterCollector {
+// NewClusterCollector reports cluster; price may be nil (no cost series).
+func NewClusterCollector(cluster *state.Cluster, clk clock.PassiveClock, price Pricer) *ClusterCollector {
 	nodeKeys := []string{"node_name", "phase", "managed"}
 	for _, l := range nodeLabels {
 		nodeKeys = append(nodeKeys, l.name)
@@ -56,7 +55,7 @@ func NewClusterCollector(cluster *state.Cluster, clk clock.PassiveClock, price P
 		return prometheus.NewDesc(prometheus.BuildFQName("karpenter", subsystem, name), help, labels, nil)
 	}
 	return &ClusterCollector{
-		cluster: cluster, clock: clk, price: price, synced: synced,
+		cluster: cluster, clock: clk, price: price,
 		allocatable:    desc("nodes", "allocatable", "Node allocatable: the resources available to pods.", withResource),
 		podRequests:    desc("nodes", "total_pod_requests", "Resources requested by the non-DaemonSet pods bound to the node.", withResource),
 		podLimits:      desc("nodes", "total_pod_limits", "Resource limits of the non-DaemonSet pods bound to the node.", withResource),
@@ -66,8 +65,10 @@ func NewClusterCollector(cluster *state.Cluster, clk clock.PassiveClock, price P
 		lifetime:       desc("nodes", "current_lifetime_seconds", "Seconds since the node was created.", nodeKeys),
 		podState: desc("pods", "state", "Pods known to the cluster, 1 each, labelled by where they are and how they are.",
 			[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}),
-		nodeCount:   desc("cluster_state", "node_count", "Nodes in the cluster model.", nil),
-		syncedDesc:  desc("cluster_state", "synced", "1 when the cluster model has synced with the API server.", nil),
+		nodeCount:  desc("cluster_state", "node_count", "Nodes in the cluster model.", nil),
+		syncedDesc: desc("cluster_state", "synced", "1 when the cluster model has synced with the API server.", nil),
+		unsyncedTime: desc("cluster_state", "unsynced_time_seconds",
+			"Seconds the cluster model has not been synced with the API server (0 while synced); provisioning and disruption wait meanwhile.", nil),
 		utilization: desc("cluster", "utilization_percent", "Requests of the pods on managed nodes as a percentage of their allocatable.", []string{"resource_type"}),
 		cost:        desc("nodepools", "cost_total", "Hourly price of the nodepool's nodes and launched nodeclaims.", []string{"nodepool"}),
 	}
@@ -76,7 +77,7 @@ func NewClusterCollector(cluster *state.Cluster, clk clock.PassiveClock, price P
 // Describe sends every descriptor.
 func (c *ClusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonRequests, c.daemonLimits, c.overhead,
-		c.lifetime, c.podState, c.nodeCount, c.syncedDesc, c.utilization, c.cost} {
+		c.lifetime, c.podState, c.nodeCount, c.syncedDesc, c.unsyncedTime, c.utilization, c.cost} {
 		ch <- d
 	}
 }
@@ -160,11 +161,12 @@ func (c *ClusterCollector) Collect(ch chan<- prometheus.Metric) {
 			nl[corev1.LabelInstanceTypeStable], string(p.Status.Phase), strconv.FormatBool(podReady(p)), strconv.FormatBool(nl[karpv1.LabelNodePool] != ""))
 	}
 	gauge(c.nodeCount, float64(len(inv.Nodes)))
-	synced := 1.0
-	if c.synced != nil && !c.synced() {
-		synced = 0
+	synced := 0.0
+	if c.cluster.Synced() {
+		synced = 1
 	}
 	gauge(c.syncedDesc, synced)
+	gauge(c.unsyncedTime, c.cluster.UnsyncedFor().Seconds())
 }
 
 func (c *ClusterCollector) addCost(cost map[string]float64, labels map[string]string) {

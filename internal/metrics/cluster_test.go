@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestClusterCollectorReportsTheModel(t *testing.T) {
 		return 0.05, it == "m.large" && zone == "zone-a" && ct == "spot"
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewClusterCollector(cluster, clk, price, nil))
+	reg.MustRegister(NewClusterCollector(cluster, clk, price))
 
 	want := `
 # HELP karpenter_cluster_state_node_count Nodes in the cluster model.
@@ -102,4 +103,42 @@ karpenter_nodes_current_lifetime_seconds{arch="amd64",capacity_type="spot",insta
 	if n, _ := testutil.GatherAndCount(reg, "karpenter_nodes_current_lifetime_seconds"); n != 1 {
 		t.Errorf("%d lifetime series after a node left, want 1", n)
 	}
+}
+
+// karpenter_cluster_state_synced follows the model's sync gate, and
+// karpenter_cluster_state_unsynced_time_seconds counts how long the model
+// has been incomplete (from its creation, and again after it fell behind).
+func TestClusterStateSyncedGauges(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	cluster := state.NewCluster(clk)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewClusterCollector(cluster, clk, nil))
+	expect := func(t *testing.T, synced int, unsynced float64) {
+		t.Helper()
+		want := fmt.Sprintf(`
+# HELP karpenter_cluster_state_synced 1 when the cluster model has synced with the API server.
+# TYPE karpenter_cluster_state_synced gauge
+karpenter_cluster_state_synced %d
+# HELP karpenter_cluster_state_unsynced_time_seconds Seconds the cluster model has not been synced with the API server (0 while synced); provisioning and disruption wait meanwhile.
+# TYPE karpenter_cluster_state_unsynced_time_seconds gauge
+karpenter_cluster_state_unsynced_time_seconds %g
+`, synced, unsynced)
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_cluster_state_synced", "karpenter_cluster_state_unsynced_time_seconds"); err != nil {
+			t.Error(err)
+		}
+	}
+
+	clk.Step(90 * time.Second)
+	expect(t, 0, 90) // informers still listing since the start
+	complete := false
+	cluster.SetSyncedFunc(func() bool { return complete })
+	clk.Step(30 * time.Second)
+	expect(t, 0, 120)
+	complete = true
+	expect(t, 1, 0)
+	clk.Step(time.Hour)
+	complete = false // a NodeClaim in the API the model has not seen
+	expect(t, 0, 0)
+	clk.Step(5 * time.Second)
+	expect(t, 0, 5)
 }

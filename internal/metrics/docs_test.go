@@ -39,7 +39,7 @@ func allNames(t *testing.T) []string {
 	if _, err := cpmetrics.New(r); err != nil {
 		t.Fatal(err)
 	}
-	r.collectors = append(r.collectors, NewClusterCollector(state.NewCluster(clocktesting.NewFakeClock(time.Time{})), clocktesting.NewFakeClock(time.Time{}), nil, nil))
+	r.collectors = append(r.collectors, NewClusterCollector(state.NewCluster(clocktesting.NewFakeClock(time.Time{})), clocktesting.NewFakeClock(time.Time{}), nil))
 	ch := make(chan *prometheus.Desc, 1000)
 	for _, c := range r.collectors {
 		c.Describe(ch)

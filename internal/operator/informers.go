@@ -64,9 +64,11 @@ func apply[T any](deleted bool, obj T, update, remove func(T)) {
 	}
 }
 
-// feed keeps the cluster model current from the manager's informers (no
-// periodic LISTs), triggering provisioning as Observe says.
-func feed(ctx context.Context, informers ctrlcache.Cache, cluster *state.Cluster, trigger func()) error {
+// feed keeps the cluster model current from the informers (no periodic
+// LISTs), triggering provisioning as Observe says, and tells the model how
+// to know it is complete (see complete): api reads the informers' cache.
+func feed(ctx context.Context, informers ctrlcache.Informers, api client.Reader, cluster *state.Cluster, trigger func()) error {
+	var handlers []cache.ResourceEventHandlerRegistration
 	for _, kind := range ObservedKinds() {
 		informer, err := informers.GetInformer(ctx, kind)
 		if err != nil {
@@ -80,20 +82,52 @@ func feed(ctx context.Context, informers ctrlcache.Cache, cluster *state.Cluster
 				Observe(cluster, trigger, obj, deleted)
 			}
 		}
-		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		handler, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { observe(o, false) },
 			UpdateFunc: func(_, o any) { observe(o, false) },
 			DeleteFunc: func(o any) { observe(o, true) },
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("handling %T events: %w", kind, err)
 		}
+		handlers = append(handlers, handler)
 	}
+	cluster.SetSyncedFunc(func() bool { return complete(ctx, handlers, api, cluster) })
 	return nil
+}
+
+// complete reports whether the model is whole, as Karpenter's
+// cluster.Synced: every handler has been handed its informer's initial
+// list, and every NodeClaim and Node the cache holds has reached the model
+// (a handler may lag behind its cache).
+func complete(ctx context.Context, handlers []cache.ResourceEventHandlerRegistration, api client.Reader, cluster *state.Cluster) bool {
+	for _, h := range handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	claims := &karpv1.NodeClaimList{}
+	if err := api.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	nodes := &corev1.NodeList{}
+	if err := api.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return false
+	}
+	claimNames := make([]string, 0, len(claims.Items))
+	for i := range claims.Items {
+		claimNames = append(claimNames, claims.Items[i].Name)
+	}
+	nodeNames := make([]string, 0, len(nodes.Items))
+	for i := range nodes.Items {
+		nodeNames = append(nodeNames, nodes.Items[i].Name)
+	}
+	return cluster.HoldsAll(claimNames, nodeNames)
 }
 
 // Sync fills the cluster model from a reader, one list per observed kind:
 // a one-off view of a live cluster (for `nodewright explain`) instead of
-// the informers' stream.
+// the informers' stream. Once every list is in, the model is marked synced.
 func Sync(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, cluster *state.Cluster) error {
 	for _, obj := range ObservedKinds() {
 		gvk, err := apiutil.GVKForObject(obj, scheme)
@@ -121,5 +155,6 @@ func Sync(ctx context.Context, reader client.Reader, scheme *runtime.Scheme, clu
 			return err
 		}
 	}
+	cluster.MarkSynced()
 	return nil
 }

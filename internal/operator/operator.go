@@ -162,12 +162,12 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 			return err
 		}
 	}
-	unregister, err := registerClusterCollector(metrics.NewClusterCollector(c.Cluster, conf.Clock, catalogPricer(conf.InstanceTypes), nil), conf.Logger)
+	unregister, err := registerClusterCollector(metrics.NewClusterCollector(c.Cluster, conf.Clock, catalogPricer(conf.InstanceTypes)), conf.Logger)
 	if err != nil {
 		return err
 	}
 	defer unregister()
-	if err := feed(ctx, mgr.GetCache(), c.Cluster, c.Batcher.Trigger); err != nil {
+	if err := feed(ctx, mgr.GetCache(), mgr.GetCache(), c.Cluster, c.Batcher.Trigger); err != nil {
 		return err
 	}
 	if err := mgr.Add(provisioning.Loop(c.Provisioner, c.Batcher, conf.Clock, conf.Logger.WithName("provisioner"))); err != nil {

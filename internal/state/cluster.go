@@ -35,6 +35,8 @@ type Cluster struct {
 	nominated map[types.NamespacedName]nomination
 	// version counts changes, so a consumer can tell nothing changed.
 	version uint64
+	// sync says whether the model is complete (synced.go).
+	sync syncGate
 }
 
 // nomination is a pod's planned place and how long it holds.
@@ -43,7 +45,8 @@ type nomination struct {
 	target string // the NodeClaim or node planned for
 }
 
-// NewCluster returns an empty model on clk.
+// NewCluster returns an empty model on clk. It has not synced until its
+// feed says so (SetSyncedFunc, MarkSynced).
 func NewCluster(clk clock.Clock) *Cluster {
 	return &Cluster{
 		clock:          clk,
@@ -57,6 +60,7 @@ func NewCluster(clk clock.Clock) *Cluster {
 		volumes:        map[string]*corev1.PersistentVolume{},
 		storageClasses: map[string]*storagev1.StorageClass{},
 		nominated:      map[types.NamespacedName]nomination{},
+		sync:           syncGate{unsyncedSince: clk.Now()},
 	}
 }
 

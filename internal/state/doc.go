@@ -9,6 +9,14 @@
 // NodeClaims that have no Node yet as in-flight capacity, and remembers which
 // pods a recent decision already planned for (nominations, with an expiry on
 // the injected clock) so a later batch does not buy for them again.
+// NodeClaims not launched yet are offered to provisioning as capacity on
+// its way (Snapshot.Unlaunched), sized by what they asked for, so their
+// pods are not bought for twice even after a restart forgot the
+// nominations.
+//
+// The model knows whether it is complete (Synced): a new model is not,
+// until its feed says so (SetSyncedFunc for the informers, MarkSynced for
+// a synchronous or one-off feed); decisions wait for it.
 //
 // It imports no client-go or controller-runtime: it is fed plain objects and
 // is tested without an API server.

@@ -30,6 +30,13 @@ type Snapshot struct {
 	// capacity is not known, and a caller counts them by their largest
 	// instance-type option.
 	Launching map[string][]*karpv1.NodeClaim
+	// Unlaunched are those NodeClaims as capacity on its way, for
+	// provisioning (in-flight, after the launched ones): the room each was
+	// sized for (spec.resources.requests, which every instance-type option
+	// holds) with the pods nominated onto it. A pod they take is not bought
+	// for twice, even after a restart forgot the nominations. They are not
+	// in Nodes: disruption never counts on capacity that may not come.
+	Unlaunched []sched.Node
 	// DaemonSetPods: one pod per DaemonSet, from its template.
 	DaemonSetPods []*corev1.Pod
 	// Namespaces (labels) and storage, for the solver's affinity and volume
@@ -103,6 +110,10 @@ func (c *Cluster) Snapshot() Snapshot {
 			addUsage(snap.Usage, pool, nc.Status.Capacity)
 		case nc.DeletionTimestamp == nil && pool != "":
 			snap.Launching[pool] = append(snap.Launching[pool], nc)
+			snap.Unlaunched = append(snap.Unlaunched, sched.Node{
+				Name: nc.Name, Labels: sched.InFlightLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Spec.Resources.Requests,
+				Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true,
+			})
 		}
 	}
 	for _, nodeName := range sortedKeys(c.nodes, name) {

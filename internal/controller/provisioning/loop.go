@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -14,7 +15,8 @@ const ResyncInterval = 10 * time.Second
 
 // Loop returns the provisioning runnable: wait for a batch window, decide,
 // repeat. Every resync it also looks again (in memory, no LIST), so pods
-// whose nomination lapsed are not forgotten. It runs only on the leader.
+// whose nomination lapsed are not forgotten, nor the pods that arrived
+// while the cluster model was still syncing. It runs only on the leader.
 func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		go func() {
@@ -29,7 +31,10 @@ func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.
 		}()
 		for b.Wait(ctx) {
 			created, err := p.Provision(ctx)
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrNotSynced):
+				log.Info("waiting for the cluster model to sync before provisioning")
+			case err != nil:
 				log.Error(err, "provisioning")
 			}
 			if len(created) > 0 {

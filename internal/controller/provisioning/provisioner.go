@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
 
@@ -60,21 +62,30 @@ func NewProvisioner(kube client.Client, provider cloudprovider.CloudProvider, cl
 	return &Provisioner{kube: kube, provider: provider, cluster: cluster, recorder: recorder, opts: opts}
 }
 
+// ErrNotSynced is the answer while the cluster model has not synced with
+// the API server: it may miss NodeClaims, and deciding on it could buy the
+// same pods twice. Ask again shortly.
+var ErrNotSynced = errors.New("the cluster model has not synced with the API server yet; deciding later")
+
 // Provision decides for the pods pending now and creates the NodeClaims the
-// plan calls for. It returns the NodeClaims created.
+// plan calls for. It returns the NodeClaims created, and ErrNotSynced
+// (creating nothing) while the cluster model is incomplete.
 func (p *Provisioner) Provision(ctx context.Context) ([]*karpv1.NodeClaim, error) {
+	if !p.cluster.Synced() {
+		return nil, ErrNotSynced
+	}
 	return p.provision(ctx, p.cluster.Snapshot())
 }
-
-// ErrLaunching is ProvisionFor's answer while a NodeClaim waits for its
-// provider ID: deciding now could buy the same pods twice; ask again.
-var ErrLaunching = errors.New("a nodeclaim is still launching; planning again shortly")
 
 // ProvisionFor plans new places for the pods of a node about to go (an
 // interrupted instance) as if they were pending, ahead of their eviction:
 // the node takes nothing new, the pods go to room elsewhere or to new
-// NodeClaims, which it creates and returns.
+// NodeClaims, which it creates and returns. Like Provision it answers
+// ErrNotSynced while the cluster model is incomplete.
 func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*corev1.Pod) ([]*karpv1.NodeClaim, error) {
+	if !p.cluster.Synced() {
+		return nil, ErrNotSynced
+	}
 	snap := p.cluster.Snapshot()
 	snap.Pending = nil
 	for _, pod := range pods {
@@ -87,21 +98,11 @@ func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*cor
 			snap.Nodes[i].MarkedForDeletion = true
 		}
 	}
-	if launching(snap) {
-		return nil, ErrLaunching
-	}
 	return p.provision(ctx, snap)
 }
 
 func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*karpv1.NodeClaim, error) {
 	if len(snap.Pending) == 0 {
-		return nil, nil
-	}
-	if launching(snap) {
-		// As Karpenter: a NodeClaim without a provider ID may already have
-		// an instance (a restart mid-launch forgets its nominations), so
-		// deciding now could buy its pods a second node. Launch is quick;
-		// the claim's update triggers the next batch.
 		return nil, nil
 	}
 	plan, byName, err := p.solve(ctx, snap)
@@ -143,16 +144,23 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 // Plan decides for the pods pending now and creates nothing: a dry run
 // (`nodewright explain pod`).
 func (p *Provisioner) Plan(ctx context.Context) (sched.Plan, error) {
+	if !p.cluster.Synced() {
+		return sched.Plan{}, ErrNotSynced
+	}
 	plan, _, err := p.solve(ctx, p.cluster.Snapshot())
 	return plan, err
 }
 
-// solve runs the solver on a snapshot with the NodePools it may use.
+// solve runs the solver on a snapshot with the NodePools it may use. The
+// NodeClaims still launching are in-flight capacity: pods go onto the room
+// they were sized for before anything new is bought (a launch that fails
+// for one pool holds back only the pods planned onto it).
 func (p *Provisioner) solve(ctx context.Context, snap state.Snapshot) (sched.Plan, map[string]*karpv1.NodePool, error) {
 	pools, byName, err := p.Pools(ctx, snap)
 	if err != nil {
 		return sched.Plan{}, nil, err
 	}
+	snap.Nodes = append(slices.Clip(snap.Nodes), snap.Unlaunched...)
 	in := snap.Input(pools)
 	in.MinValuesPolicy = p.opts.MinValuesPolicy
 	if p.opts.Unavailable != nil {
@@ -166,9 +174,9 @@ func (p *Provisioner) solve(ctx context.Context, snap state.Snapshot) (sched.Pla
 
 // Pools gathers the Ready NodePools this provider serves, with their
 // instance types and usage: the capacity of their nodes and launched
-// NodeClaims. No NodeClaim is still launching when Provision calls it (it
-// waits for them), so limits hold across batches. Disruption plans its
-// replacements from the same pools.
+// NodeClaims, and each NodeClaim still launching counted by its largest
+// instance-type option, so limits hold whatever the launches pick.
+// Disruption plans its replacements from the same pools.
 func (p *Provisioner) Pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
 	var out []sched.NodePool
 	byName := map[string]*karpv1.NodePool{}
@@ -186,18 +194,59 @@ func (p *Provisioner) Pools(ctx context.Context, snap state.Snapshot) ([]sched.N
 			}
 			continue // Karpenter skips a pool whose instance types cannot be read
 		}
-		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: snap.Usage[np.Name]})
+		usage := withLaunching(snap.Usage[np.Name], snap.Launching[np.Name], types)
+		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: usage})
 		byName[np.Name] = np
 	}
 	return out, byName, nil
 }
 
-// launching reports whether a NodeClaim still waits for its provider ID.
-func launching(snap state.Snapshot) bool {
-	for _, claims := range snap.Launching {
-		if len(claims) > 0 {
-			return true
+// withLaunching returns a pool's usage plus its NodeClaims still
+// launching, each counted as its largest option (a copy: usage is the
+// snapshot's).
+func withLaunching(usage corev1.ResourceList, claims []*karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
+	if len(claims) == 0 {
+		return usage
+	}
+	out := usage.DeepCopy()
+	for _, nc := range claims {
+		out = sched.AddNode(out, largestOption(nc, types))
+	}
+	return out
+}
+
+// largestOption is, per resource, the most capacity any instance-type
+// option of a NodeClaim not launched yet has: the most its launch can
+// take. A claim naming none of the pool's types counts as the pool's
+// largest; with no types at all, as what it asked for.
+func largestOption(nc *karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
+	named := map[string]bool{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
+			for _, v := range r.Values {
+				named[v] = true
+			}
 		}
 	}
-	return false
+	envelope := func(keep func(*catalog.InstanceType) bool) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for _, it := range types {
+			if !keep(it) {
+				continue
+			}
+			for name, q := range it.Capacity {
+				if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
+					out[name] = q.DeepCopy()
+				}
+			}
+		}
+		return out
+	}
+	if out := envelope(func(it *catalog.InstanceType) bool { return named[it.Name] }); len(out) > 0 {
+		return out
+	}
+	if out := envelope(func(*catalog.InstanceType) bool { return true }); len(out) > 0 {
+		return out
+	}
+	return nc.Spec.Resources.Requests
 }

@@ -37,7 +37,17 @@ type env struct {
 	provisioner *Provisioner
 }
 
+// newEnv is a provisioner on a cluster model that has synced.
 func newEnv(t *testing.T, pools ...*karpv1.NodePool) env {
+	t.Helper()
+	e := newUnsyncedEnv(t, pools...)
+	e.cluster.MarkSynced()
+	return e
+}
+
+// newUnsyncedEnv is a provisioner on a cluster model whose feed has not
+// said it is complete (a controller just started).
+func newUnsyncedEnv(t *testing.T, pools ...*karpv1.NodePool) env {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, kwokv1alpha1.AddToScheme} {
@@ -156,12 +166,17 @@ karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="web",rea
 	if created, err := e.provisioner.Provision(ctx); err != nil || len(created) != 0 {
 		t.Errorf("second batch created %d NodeClaims: %v", len(created), err)
 	}
-	// The nomination expires, but the claim has no provider ID yet: it may
-	// already have an instance, so nothing is decided until it launches.
+	// The nomination expires, but the claim has no provider ID yet: it is
+	// capacity on its way, and the pods go back onto it.
 	e.clock.Step(21 * time.Second)
+	events(e.recorder)
 	if created, _ := e.provisioner.Provision(ctx); len(created) != 0 {
 		t.Errorf("while the claim launches, %d NodeClaims were created", len(created))
 	}
+	if got := events(e.recorder); len(got) != 2 || !strings.Contains(got[0], "Pod should schedule on: node/"+nc.Name) {
+		t.Errorf("events while the claim launches %v, want both pods nominated to %s again", got, nc.Name)
+	}
+	e.clock.Step(21 * time.Second)
 	// Launched, it is in-flight capacity: the pods are nominated to it
 	// rather than buying a second node.
 	launch(e, &nc, "2")
@@ -194,15 +209,11 @@ func TestLimitsHoldAcrossBatches(t *testing.T) {
 	if len(created) != 1 {
 		t.Fatalf("first batch: %d", len(created))
 	}
-	// While the first claim launches, a second batch waits.
+	// The first claim, still launching, counts as its largest option (the
+	// small type: the large one would break the limit), which leaves 2 of
+	// the 4 CPUs: b gets one more small node, c would exceed the limit.
 	e.cluster.UpdatePod(pendingPod("b", "1500m"))
 	e.cluster.UpdatePod(pendingPod("c", "1500m"))
-	if again, _ := e.provisioner.Provision(ctx); len(again) != 0 {
-		t.Fatalf("a batch decided while a claim launched: %d NodeClaims", len(again))
-	}
-	// Launched as a 2-CPU node, it leaves 2 of the 4 CPUs: b gets one more
-	// small node, c would exceed the limit.
-	launch(e, created[0], "2")
 	events(e.recorder)
 	second, _ := e.provisioner.Provision(ctx)
 	if len(second) != 1 {
