@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"time"
@@ -16,9 +17,33 @@ import (
 	"github.com/nodewright/nodewright/providers/aws/fake"
 )
 
+// fakeAWSFaults are the faults `nodewright fake-aws` injects.
+type fakeAWSFaults struct {
+	// loseLaunches is the rate of CreateFleet calls carried out whose
+	// answers are lost.
+	loseLaunches float64
+	// describeLag hides new instances from DescribeInstances this long.
+	describeLag time.Duration
+	seed        uint64
+}
+
+// apply sets the faults on server, or says which flag is wrong.
+func (f fakeAWSFaults) apply(server *fake.Server) error {
+	if !(f.loseLaunches >= 0 && f.loseLaunches <= 1) {
+		return fmt.Errorf("--lose-launch-responses %v: a rate within [0, 1]", f.loseLaunches)
+	}
+	if f.describeLag < 0 {
+		return fmt.Errorf("--describe-lag %s: must not be negative", f.describeLag)
+	}
+	server.LoseResponses("CreateFleet", f.loseLaunches, rand.New(rand.NewPCG(f.seed, 0)))
+	server.SetDescribeLag(f.describeLag)
+	return nil
+}
+
 func newFakeAWSCommand() *cobra.Command {
 	var listen, clusterName, catalogFile, kubeconfig string
 	var bootDelay time.Duration
+	var faults fakeAWSFaults
 	cmd := &cobra.Command{
 		Use:   "fake-aws --cluster-name NAME [--listen 127.0.0.1:PORT]",
 		Short: "Serve a fake AWS on loopback for local runs and tests",
@@ -31,7 +56,13 @@ under their SSM alias parameters. Point an SDK at it with its endpoint URL. Noth
 With --kubeconfig the fake's instances also join that cluster: each running instance registers
 a Node (the labels and taints its user data asks for, its type's capacity) after --boot-delay,
 turns Ready and runs its pods (an emulated kubelet), and the Node of a terminated instance is
-deleted.`,
+deleted.
+
+Faults for resilience tests: --lose-launch-responses RATE carries out that share of CreateFleet
+calls (the instances launch) and then drops the connection, SDK retries included, so the caller
+cannot tell whether it launched; --describe-lag D keeps new instances out of DescribeInstances for
+D, as EC2's eventual consistency does; --seed makes the lost calls the same from run to run.
+CreateFleet honours client tokens as EC2 does (a repeated call gets the first answer).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if clusterName == "" {
@@ -47,6 +78,9 @@ deleted.`,
 			}
 			server, err := fake.New(fake.Options{InstanceTypes: types, World: fake.DefaultWorld(clusterName)})
 			if err != nil {
+				return err
+			}
+			if err := faults.apply(server); err != nil {
 				return err
 			}
 			if kubeconfig != "" {
@@ -67,6 +101,9 @@ deleted.`,
 	cmd.Flags().StringVar(&catalogFile, "catalog", "", "instance-type catalog (default: the embedded AWS-like us-east-1 catalog)")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "cluster the fake's instances join as Nodes (default: none)")
 	cmd.Flags().DurationVar(&bootDelay, "boot-delay", 2*time.Second, "how long an instance takes to register its Node (with --kubeconfig)")
+	cmd.Flags().Float64Var(&faults.loseLaunches, "lose-launch-responses", 0, "share of CreateFleet calls carried out whose answers are then lost (0 to 1)")
+	cmd.Flags().DurationVar(&faults.describeLag, "describe-lag", 0, "how long a new instance stays unknown to DescribeInstances")
+	cmd.Flags().Uint64Var(&faults.seed, "seed", 1, "seed of the injected faults")
 	return cmd
 }
 

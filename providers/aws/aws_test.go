@@ -17,14 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
 	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 	"github.com/nodewright/nodewright/pkg/cloudprovider/providertest"
@@ -72,7 +75,8 @@ func defaultClass(name string) *awsv1.EC2NodeClass {
 	}}
 }
 
-func newEnv(t *testing.T, class *awsv1.EC2NodeClass) *env {
+// newEnv builds the env; intercept, when given, wraps the API client.
+func newEnv(t *testing.T, class *awsv1.EC2NodeClass, intercept ...interceptor.Funcs) *env {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme, awsv1.AddToScheme} {
@@ -86,7 +90,12 @@ func newEnv(t *testing.T, class *awsv1.EC2NodeClass) *env {
 		t.Fatal(err)
 	}
 	cfg := fake.InProcessConfig(f)
-	kube := crfake.NewClientBuilder().WithScheme(s).WithObjects(class).WithStatusSubresource(&awsv1.EC2NodeClass{}).Build()
+	builder := crfake.NewClientBuilder().WithScheme(s).WithObjects(class).WithStatusSubresource(&awsv1.EC2NodeClass{}, &karpv1.NodeClaim{}).
+		WithIndex(&corev1.Node{}, nodeclaim.NodeProviderIDIndex, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} })
+	for _, f := range intercept {
+		builder = builder.WithInterceptorFuncs(f)
+	}
+	kube := builder.Build()
 	provider, err := awsprovider.New(kube, ec2.NewFromConfig(cfg), awsprovider.Options{ClusterName: "demo", ClusterEndpoint: "https://demo.example", Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +121,7 @@ func (e *env) resolve(t *testing.T, name string) *awsv1.EC2NodeClass {
 }
 
 func (e *env) nodeClaim(name string, extra ...karpv1.NodeSelectorRequirementWithMinValues) *karpv1.NodeClaim {
-	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{karpv1.LabelNodePool: e.pool.Name}}}
+	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{karpv1.LabelNodePool: e.pool.Name}}}
 	nc.Spec.NodeClassRef = e.pool.Spec.Template.Spec.NodeClassRef
 	nc.Spec.Requirements = append([]karpv1.NodeSelectorRequirementWithMinValues{
 		{Key: karpv1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot", "on-demand"}},

@@ -23,6 +23,9 @@ import (
 	"github.com/nodewright/nodewright/providers/aws/instancetype"
 )
 
+// labelZoneID is the zone ID label of a launched NodeClaim.
+const labelZoneID = "topology.k8s.aws/zone-id"
+
 // MaxInstanceTypes is how many instance types one launch offers EC2 (the
 // cheapest that fit), as Karpenter.
 const MaxInstanceTypes = 60
@@ -37,7 +40,10 @@ type launchOption struct {
 // Create implements cloudprovider.CloudProvider: one instant EC2 Fleet
 // over the NodeClaim's compatible instance types × its NodeClass's subnets,
 // spot when the NodeClaim allows it and a spot offering exists
-// (price-capacity-optimized), else on-demand (lowest-price).
+// (price-capacity-optimized), else on-demand (lowest-price). It launches
+// at most one instance per NodeClaim, however often it is called: an
+// instance already launched for the NodeClaim is returned, and the fleet
+// carries a client token (see idempotency.go).
 func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	class, err := p.nodeClass(ctx, nc.Spec.NodeClassRef)
 	if err != nil {
@@ -46,6 +52,13 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 	types, err := p.instanceTypes(ctx, class)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+	}
+	existing, err := p.launchedFor(ctx, nc)
+	if err != nil {
+		return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+	}
+	if existing != nil {
+		return p.adopt(class, nc, types, existing)
 	}
 	reqs, err := requirement.FromAPI(nc.Spec.Requirements)
 	if err != nil {
@@ -73,8 +86,10 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 		}
 		configs = append(configs, cfg)
 	}
+	token := p.clientToken(nc)
 	in := &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant, LaunchTemplateConfigs: configs,
+		ClientToken: aws.String(token),
+		Type:        ec2types.FleetTypeInstant, LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType)},
 		TagSpecifications: []ec2types.TagSpecification{
@@ -89,6 +104,12 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	out, err := p.ec2.CreateFleet(ctx, in)
+	if IsErrorCode(err, "IdempotentParameterMismatch") {
+		// An earlier attempt with this token asked for something else and
+		// may have launched an instance EC2 does not describe yet: launch
+		// nothing until it is described (and adopted).
+		return nil, fmt.Errorf("launching nodeclaim %s: an earlier launch (client token %s) asked for other offerings and may have launched an instance not described yet; waiting for it: %w", nc.Name, token, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: creating fleet: %w", nc.Name, err)
 	}
@@ -106,9 +127,16 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 		if i < 0 {
 			return nil, fmt.Errorf("launching nodeclaim %s: EC2 launched %s in %q, which was not asked for", nc.Name, launched.InstanceType, zone)
 		}
+		p.launchSettled(nc)
 		return p.launched(class, nc, options[i], capacityType, launched.InstanceIds[0], imageFor(byImage, options[i])), nil
 	}
-	return nil, p.fleetError(nc, capacityType, out.Errors)
+	err = p.fleetError(nc, capacityType, out.Errors)
+	if cloudprovider.IsInsufficientCapacityError(err) {
+		p.launchSettled(nc)
+	} else {
+		p.launchedNothing(nc)
+	}
+	return nil, err
 }
 
 // chooseOptions picks the capacity type (spot when allowed and offered)
@@ -251,7 +279,7 @@ func (p *Provider) launched(class *awsv1.EC2NodeClass, nc *karpv1.NodeClaim, o l
 	out.Labels[karpv1.LabelCapacityType] = capacityType
 	for _, s := range class.Status.Subnets {
 		if s.Zone == o.zone && s.ZoneID != "" {
-			out.Labels["topology.k8s.aws/zone-id"] = s.ZoneID
+			out.Labels[labelZoneID] = s.ZoneID
 			break
 		}
 	}

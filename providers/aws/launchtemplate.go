@@ -232,15 +232,25 @@ func (p *Provider) userData(class *awsv1.EC2NodeClass, nc *karpv1.NodeClaim) (st
 }
 
 // nodeLabels are the NodeClaim's labels a kubelet may register with (not
-// the kubernetes.io and k8s.io ones the node restriction reserves).
+// the kubernetes.io and k8s.io ones the node restriction reserves), less
+// the ones a launch chooses (launchChosen): registration copies those
+// from the NodeClaim. The user data, and so the fleet request, is then the
+// same before and after a launch's labels are recorded on the NodeClaim,
+// and a retried launch repeats its client token's request exactly.
 func nodeLabels(nc *karpv1.NodeClaim) map[string]string {
 	out := map[string]string{}
 	for k, v := range nc.Labels {
 		domain, _, ok := strings.Cut(k, "/")
-		if ok && (strings.HasSuffix(domain, "kubernetes.io") || strings.HasSuffix(domain, "k8s.io")) {
+		if ok && (strings.HasSuffix(domain, "kubernetes.io") || strings.HasSuffix(domain, "k8s.io")) || launchChosen(k) {
 			continue
 		}
 		out[k] = v
 	}
 	return out
+}
+
+// launchChosen: a label whose value the launch picks (the instance type's
+// labels, the capacity type, the zone ID).
+func launchChosen(key string) bool {
+	return strings.HasPrefix(key, awsv1.Group+"/instance-") || key == karpv1.LabelCapacityType || key == labelZoneID
 }

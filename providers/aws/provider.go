@@ -79,6 +79,10 @@ type Provider struct {
 	// when a launch last used each.
 	templatesMu sync.Mutex
 	templates   map[string]time.Time
+	// attempts number the client tokens of NodeClaims whose fleets
+	// launched nothing (see idempotency.go).
+	attemptsMu sync.Mutex
+	attempts   launchAttempts
 	// described are the cluster's instances as last described, by ID.
 	described struct {
 		sync.Mutex
@@ -122,7 +126,8 @@ func New(kube client.Reader, ec2api EC2, opts Options) (*Provider, error) {
 		prices = OnDemandPrices(types)
 	}
 	return &Provider{kube: kube, ec2: ec2api, opts: opts, clock: opts.Clock, onDemand: prices,
-		cache: inventoryCache{built: map[string]builtTypes{}}, templates: map[string]time.Time{}}, nil
+		cache: inventoryCache{built: map[string]builtTypes{}}, templates: map[string]time.Time{},
+		attempts: launchAttempts{next: map[string]int{}, at: map[string]time.Time{}}}, nil
 }
 
 // OnDemandPrices reads each type's on-demand price from a catalog (the

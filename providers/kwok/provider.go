@@ -116,14 +116,18 @@ func (p *Provider) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovider.
 }
 
 // Create picks the cheapest offering the NodeClaim allows and creates its
-// Node. Creating again for the same NodeClaim returns the existing Node.
+// Node, named after the NodeClaim. Creating again for the same NodeClaim
+// (after a lost answer, a failed status write, a restart) returns the
+// existing Node: one instance per NodeClaim. A Node of that name that is
+// being deleted, or that registered for another NodeClaim of the same
+// name, is not adopted: Create fails until it is gone.
 func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if err := p.checkNodeClass(ctx, nc); err != nil {
 		return nil, err
 	}
 	existing := &corev1.Node{}
 	if err := p.kube.Get(ctx, client.ObjectKey{Name: nc.Name}, existing); err == nil {
-		return fromNode(existing, nc), nil
+		return adopt(existing, nc)
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
@@ -137,9 +141,23 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 			if err := p.kube.Get(ctx, client.ObjectKey{Name: nc.Name}, node); err != nil {
 				return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 			}
-			return fromNode(node, nc), nil
+			return adopt(node, nc)
 		}
 		return nil, fmt.Errorf("launching nodeclaim %s: creating node: %w", nc.Name, err)
+	}
+	return fromNode(node, nc), nil
+}
+
+// adopt returns the Node already made for a NodeClaim as its launch, unless
+// it is going away or belongs to another NodeClaim of the same name.
+func adopt(node *corev1.Node, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
+	if node.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("launching nodeclaim %s: node %s of the same name is being deleted", nc.Name, node.Name)
+	}
+	for _, o := range node.OwnerReferences {
+		if o.Kind == "NodeClaim" && nc.UID != "" && o.UID != nc.UID {
+			return nil, fmt.Errorf("launching nodeclaim %s: node %s belongs to another nodeclaim of the same name (uid %s)", nc.Name, node.Name, o.UID)
+		}
 	}
 	return fromNode(node, nc), nil
 }

@@ -85,6 +85,56 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 	})
 
+	t.Run("launches once per NodeClaim", func(t *testing.T) {
+		// Create is called again for a NodeClaim whose launch was not
+		// recorded: its answer was lost, the status write after it failed,
+		// or the controller restarted. The NodeClaim may carry the labels
+		// and annotations the first launch returned (they are written
+		// before the status) or not.
+		h := newHarness(t)
+		nc := h.NodeClaim("contract-once")
+		first, err := h.Provider.Create(ctx, nc.DeepCopy())
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		recorded := nc.DeepCopy()
+		for k, v := range first.Labels {
+			if recorded.Labels == nil {
+				recorded.Labels = map[string]string{}
+			}
+			recorded.Labels[k] = v
+		}
+		for k, v := range first.Annotations {
+			if recorded.Annotations == nil {
+				recorded.Annotations = map[string]string{}
+			}
+			recorded.Annotations[k] = v
+		}
+		for _, again := range []*karpv1.NodeClaim{recorded, nc.DeepCopy()} {
+			got, err := h.Provider.Create(ctx, again)
+			if err != nil {
+				t.Fatalf("Create again for nodeclaim %s: %v", nc.Name, err)
+			}
+			if got.Status.ProviderID != first.Status.ProviderID {
+				t.Errorf("Create again for nodeclaim %s launched %s, want the first launch's %s", nc.Name, got.Status.ProviderID, first.Status.ProviderID)
+			}
+			checkLaunched(t, nc, got)
+		}
+		listed, err := h.Provider.List(ctx)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		var ids []string
+		for _, c := range listed {
+			if c.Name == nc.Name {
+				ids = append(ids, c.Status.ProviderID)
+			}
+		}
+		if len(ids) != 1 {
+			t.Errorf("nodeclaim %s has %d instances %v after three Creates, want 1", nc.Name, len(ids), ids)
+		}
+	})
+
 	t.Run("honours narrowing requirements", func(t *testing.T) {
 		h := newHarness(t)
 		types, err := h.Provider.GetInstanceTypes(ctx, h.NodePool)

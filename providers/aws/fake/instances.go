@@ -24,6 +24,8 @@ type Instance struct {
 	PrivateDNSName            string
 	Tags                      map[string]string
 	LaunchTime                time.Time
+	// visibleFrom is when DescribeInstances starts to see the instance.
+	visibleFrom time.Time
 }
 
 // pool is one way to buy capacity: a type, a zone and a capacity type.
@@ -153,11 +155,11 @@ type override struct {
 	priority float64
 }
 
-// createFleet answers an instant fleet: every instance goes to the
+// launchFleet answers an instant fleet: every instance goes to the
 // cheapest pool among the overrides that has capacity ("prioritized"
 // on-demand goes to the lowest priority instead); when none has, every
 // override comes back in the error set with InsufficientInstanceCapacity.
-func (s *Server) createFleet(q query) (any, *Fault) {
+func (s *Server) launchFleet(q query) (*createFleetResponse, *Fault) {
 	if t := q.get("Type"); t != "instant" {
 		return nil, &Fault{Status: http.StatusBadRequest, Code: "InvalidParameterValue", Message: fmt.Sprintf("the fake serves instant fleets only, not %q", t)}
 	}
@@ -223,7 +225,7 @@ func (s *Server) createFleet(q query) (any, *Fault) {
 			out.Errors = append(out.Errors, o.failure("InsufficientInstanceCapacity",
 				fmt.Sprintf("There is no %s capacity for %s in %s.", o.pool.capacityType, o.pool.instanceType, o.pool.zone)))
 		}
-		return out, nil
+		return &out, nil
 	}
 	o := options[best]
 	launched := fleetInstance{LaunchTemplateAndOverrides: o.described(), Lifecycle: capacityType, InstanceType: o.pool.instanceType}
@@ -236,12 +238,12 @@ func (s *Server) createFleet(q query) (any, *Fault) {
 		in := &Instance{ID: fmt.Sprintf("i-0fake%012d", s.nextID), InstanceType: o.pool.instanceType, Zone: o.pool.zone, SubnetID: o.subnet,
 			ImageID: image, CapacityType: capacityType, State: "running", LaunchTemplate: o.template.Name, SecurityGroups: slices.Clone(o.template.SecurityGroups),
 			InstanceProfile: o.template.InstanceProfile, UserData: o.template.UserData, Tags: q.tags("instance"), LaunchTime: s.clock.Now(),
-			PrivateDNSName: fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", s.nextID/250%250, s.nextID%250)}
+			PrivateDNSName: fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", s.nextID/250%250, s.nextID%250), visibleFrom: s.clock.Now().Add(s.describeLag)}
 		s.instances[in.ID] = in
 		launched.InstanceIDs = append(launched.InstanceIDs, in.ID)
 	}
 	out.Instances = append(out.Instances, launched)
-	return out, nil
+	return &out, nil
 }
 
 func (o override) described() fleetLaunchTemplateAndOverrides {
@@ -308,16 +310,20 @@ type describeInstancesResponse struct {
 // describeInstances answers by id and filters (tag:, tag-key,
 // instance-state-name, instance-type, availability-zone), one reservation
 // per instance, 1,000 at a time. Naming an instance that does not exist
-// is an error, as in EC2.
+// (or that the describe lag still hides) is an error, as in EC2.
 func (s *Server) describeInstances(q query) (any, *Fault) {
 	ids, filters := q.list("InstanceId"), q.filters()
 	var picked []*Instance
+	now := s.clock.Now()
 	for _, id := range ids {
-		if _, ok := s.instances[id]; !ok {
+		if in, ok := s.instances[id]; !ok || now.Before(in.visibleFrom) {
 			return nil, noSuchInstance(id)
 		}
 	}
 	for _, in := range s.instances {
+		if now.Before(in.visibleFrom) {
+			continue // launched, not known to DescribeInstances yet
+		}
 		field := fieldsOf(in.Tags, map[string]string{"instance-id": in.ID, "instance-state-name": in.State, "instance-type": in.InstanceType,
 			"availability-zone": in.Zone, "subnet-id": in.SubnetID, "image-id": in.ImageID})
 		if (len(ids) == 0 || slices.Contains(ids, in.ID)) && matches(field, filters) {

@@ -25,8 +25,16 @@ type Server struct {
 	region  string
 	catalog []catalog.InstanceType
 	world   World
-	// faults answer the next calls of an action with an error.
+	// faults answer the next calls of an action with an error; rates
+	// answer calls of an action with an error at a rate.
 	faults map[string][]Fault
+	rates  map[string][]rateFault
+	// injected counts the faults injected, by action and kind.
+	injected map[string]int
+	// lost are the SDK invocations whose answers were lost, oldest first
+	// in lostOrder.
+	lost      map[string]Fault
+	lostOrder []string
 	// requests counts the calls per action, for tests.
 	requests map[string]int
 	nextID   int
@@ -36,6 +44,10 @@ type Server struct {
 	instances map[string]*Instance
 	// ice are pools CreateFleet finds no capacity in.
 	ice map[pool]bool
+	// fleets are CreateFleet answers by client token.
+	fleets map[string]fleetReplay
+	// describeLag hides launched instances from DescribeInstances.
+	describeLag time.Duration
 	// queues are SQS queues by name.
 	queues map[string]*queue
 }
@@ -51,6 +63,10 @@ type Options struct {
 	World World
 	// Clock stamps launch times (default: the real clock).
 	Clock clock.PassiveClock
+	// DescribeLag is how long an instance CreateFleet launched stays
+	// unknown to DescribeInstances, as EC2 is eventually consistent
+	// (default 0: seen at once).
+	DescribeLag time.Duration
 }
 
 // Fault is an injected failure: an HTTP status and an AWS error code,
@@ -61,6 +77,9 @@ type Fault struct {
 	Message string
 	// Delay holds the answer back this long (a slow endpoint).
 	Delay time.Duration
+	// Lost carries the call out before failing it: the answer is lost
+	// (see LostResponse).
+	Lost bool
 }
 
 // Slow is a fault that only delays an answer by d.
@@ -92,7 +111,9 @@ func New(opts Options) (*Server, error) {
 		queues[name] = &queue{name: name}
 	}
 	return &Server{region: opts.Region, catalog: opts.InstanceTypes, world: opts.World.clone(), clock: opts.Clock,
-		faults: map[string][]Fault{}, requests: map[string]int{}, instances: map[string]*Instance{}, ice: map[pool]bool{}, queues: queues}, nil
+		faults: map[string][]Fault{}, rates: map[string][]rateFault{}, injected: map[string]int{}, lost: map[string]Fault{},
+		requests: map[string]int{}, instances: map[string]*Instance{}, ice: map[pool]bool{}, queues: queues,
+		fleets: map[string]fleetReplay{}, describeLag: opts.DescribeLag}, nil
 }
 
 // Fail makes the next n calls of action (e.g. "DescribeSubnets",
@@ -122,7 +143,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
-		s.serveJSON(r.Context(), w, target, body)
+		s.serveJSON(r.Context(), w, target, r.Header.Get(invocationHeader), body)
 		return
 	}
 	form, err := url.ParseQuery(string(body))
@@ -131,17 +152,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := form.Get("Action")
-	if f, failed := s.take(action); failed {
-		if form.Get("Version") == "2010-05-08" {
-			writeIAMError(w, f)
-		} else {
-			writeQueryError(w, f)
-		}
-		return
-	}
 	actions, document := ec2Actions, writeQueryError
 	if form.Get("Version") == "2010-05-08" {
 		actions, document = iamActions, writeIAMError
+	}
+	f, failed := s.take(action, r.Header.Get(invocationHeader))
+	if failed && !f.Lost {
+		document(w, f)
+		return
 	}
 	handler, ok := actions[action]
 	if !ok {
@@ -151,6 +169,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	out, fault := handler(s, query(form))
 	s.mu.Unlock()
+	if failed {
+		lose(w, f, document)
+		return
+	}
 	if fault != nil {
 		document(w, *fault)
 		return
@@ -172,24 +194,6 @@ func writeBody(w http.ResponseWriter, contentType string, status int, body []byt
 	_, _ = w.Write(body)
 }
 
-// take counts a call and pops an injected fault for it, if any: a
-// delay is waited out here (real time) and the call goes on.
-func (s *Server) take(action string) (Fault, bool) {
-	s.mu.Lock()
-	s.requests[action]++
-	var f Fault
-	found := false
-	if q := s.faults[action]; len(q) > 0 {
-		s.faults[action] = q[1:]
-		f, found = q[0], true
-	}
-	s.mu.Unlock()
-	if found && f.Delay > 0 {
-		time.Sleep(f.Delay)
-	}
-	return f, found && f.Status != 0
-}
-
 // call runs a JSON handler under the server's lock.
 func (s *Server) call(handler func(*Server, []byte) (any, *Fault), body []byte) (any, *Fault) {
 	s.mu.Lock()
@@ -198,9 +202,10 @@ func (s *Server) call(handler func(*Server, []byte) (any, *Fault), body []byte) 
 }
 
 // serveJSON answers the JSON protocols (SSM, SQS).
-func (s *Server) serveJSON(ctx context.Context, w http.ResponseWriter, target string, body []byte) {
+func (s *Server) serveJSON(ctx context.Context, w http.ResponseWriter, target, invocation string, body []byte) {
 	service, action, _ := strings.Cut(target, ".")
-	if f, failed := s.take(action); failed {
+	f, failed := s.take(action, invocation)
+	if failed && !f.Lost {
 		writeJSONError(w, f)
 		return
 	}
@@ -220,6 +225,10 @@ func (s *Server) serveJSON(ctx context.Context, w http.ResponseWriter, target st
 				break
 			}
 		}
+	}
+	if failed {
+		lose(w, f, writeJSONError)
+		return
 	}
 	if fault != nil {
 		writeJSONError(w, *fault)
