@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
 )
@@ -31,7 +34,8 @@ type Decision struct {
 // Emptiness takes the empty, consolidatable candidates of pools whose
 // policy allows consolidating empty nodes (WhenEmpty, WhenEmptyOrUnderutilized,
 // Balanced), oldest first, as far as each pool's budget for Empty allows.
-// cands are all the NodeClaims of the pools (budgets count them all).
+// cands are all the NodeClaims of the pools (budgets count the
+// initialized ones, see PoolCounts).
 func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonEmpty}, Stays: map[string]string{}}
 	byPool := map[string][]Candidate{}
@@ -43,14 +47,13 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 		pools = append(pools, p)
 	}
 	slices.Sort(pools)
+	counts, disrupting := PoolCounts(cands)
 	for _, pool := range pools {
 		members := byPool[pool]
 		np := members[0].NodePool
-		disrupting := 0
 		var empty []Candidate
 		for _, c := range members {
 			if Disrupting(c) {
-				disrupting++
 				continue
 			}
 			if why := Blocked(c, now); why != "" {
@@ -71,7 +74,7 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 		if len(empty) == 0 {
 			continue
 		}
-		allowed, explain, err := Allowed(np, karpv1.DisruptionReasonEmpty, len(members), disrupting, now)
+		allowed, explain, err := Allowed(np, karpv1.DisruptionReasonEmpty, counts[pool], disrupting[pool], now)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -80,7 +83,7 @@ func Emptiness(cands []Candidate, now time.Time) (Decision, error) {
 		})
 		for i, c := range empty {
 			if i >= allowed {
-				d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain, disrupting)
+				d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain, disrupting[pool])
 				continue
 			}
 			d.Command.Candidates = append(d.Command.Candidates, c)
@@ -108,27 +111,55 @@ func budgetsLeft(cs []Candidate, reason karpv1.DisruptionReason, members, disrup
 	return left, explain, nil
 }
 
-// PoolCounts counts each pool's NodeClaims and those of them being
-// disrupted (budgets count both).
+// PoolCounts is each pool's budget base, as Karpenter counts it: members
+// are the pool's managed nodes that are registered and initialized and
+// whose instance is not terminating; disrupting are those of them already
+// going (NotReady, being deleted, or marked by a disruption decision).
+// Claims still launching or registering count for neither.
 func PoolCounts(cands []Candidate) (members, disrupting map[string]int) {
 	members, disrupting = map[string]int{}, map[string]int{}
 	for _, c := range cands {
+		if !counted(c) {
+			continue
+		}
 		members[c.NodePool.Name]++
-		if Disrupting(c) {
+		if Disrupting(c) || !nodeReady(c.Node) {
 			disrupting[c.NodePool.Name]++
 		}
 	}
 	return members, disrupting
 }
 
-// Disrupting: the NodeClaim is being deleted or its node is tainted as
-// being disrupted; it counts against budgets.
+// counted: the candidate is part of its pool's budget base.
+func counted(c Candidate) bool {
+	conds := c.NodeClaim.Status.Conditions
+	return c.Node != nil && meta.IsStatusConditionTrue(conds, karpv1.ConditionTypeInitialized) &&
+		!meta.IsStatusConditionTrue(conds, karpv1.ConditionTypeInstanceTerminating)
+}
+
+// nodeReady: the node's Ready condition is True.
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Disrupting: the NodeClaim or its node is being deleted, or a disruption
+// decision holds it (its node is tainted karpenter.sh/disrupted, or its
+// DisruptionReason condition is set); no new decision takes it, and it
+// counts against budgets.
 func Disrupting(c Candidate) bool {
-	if c.NodeClaim.DeletionTimestamp != nil {
+	if c.NodeClaim.DeletionTimestamp != nil || meta.IsStatusConditionTrue(c.NodeClaim.Status.Conditions, karpv1.ConditionTypeDisruptionReason) {
 		return true
 	}
 	if c.Node == nil {
 		return false
+	}
+	if c.Node.DeletionTimestamp != nil {
+		return true
 	}
 	for _, t := range c.Node.Spec.Taints {
 		if t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) {

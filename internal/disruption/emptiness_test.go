@@ -14,13 +14,15 @@ import (
 
 var epoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-// candidate builds an initialized, registered candidate created at epoch
+// candidate builds an initialized, registered, Ready candidate created at epoch
 // whose last pod event was idle ago.
 func candidate(name string, np *karpv1.NodePool, idle time.Duration, pods ...*corev1.Pod) Candidate {
 	nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(epoch.Add(-24 * time.Hour))}}
 	nc.Status.Conditions = []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(epoch.Add(-24 * time.Hour))}}
 	nc.Status.LastPodEventTime = metav1.NewTime(epoch.Add(-idle))
-	return Candidate{NodeClaim: nc, Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, NodePool: np, Pods: pods}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	return Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods}
 }
 
 func podOf(name, ownerKind string, annotations map[string]string) *corev1.Pod {

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -34,8 +35,14 @@ type env struct {
 }
 
 // newEnv: a NodePool consolidating empty nodes after 1m, and one
-// initialized NodeClaim with its node, plus objs.
+// initialized NodeClaim with its Ready node, plus objs.
 func newEnv(t *testing.T, objs ...client.Object) env {
+	t.Helper()
+	return newEnvWith(t, nil, objs...)
+}
+
+// newEnvWith is newEnv with the API client's calls intercepted by funcs.
+func newEnvWith(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) env {
 	t.Helper()
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, karpv1.AddToScheme} {
@@ -52,12 +59,18 @@ func newEnv(t *testing.T, objs ...client.Object) env {
 	nc.Spec.ExpireAfter = karpv1.MustParseNillableDuration("720h")
 	nc.Status = karpv1.NodeClaimStatus{ProviderID: "kwok://web-1", NodeName: "web-1",
 		Conditions: []metav1.Condition{{Type: karpv1.ConditionTypeInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(epoch)}}}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{karpv1.LabelNodePool: "default"}}, Spec: corev1.NodeSpec{ProviderID: "kwok://web-1"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{karpv1.LabelNodePool: "default"}}, Spec: corev1.NodeSpec{ProviderID: "kwok://web-1"},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	all := append([]client.Object{np, nc, node}, objs...)
-	kube := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&karpv1.NodeClaim{}, &corev1.Pod{}).WithObjects(all...).
-		WithIndex(&corev1.Pod{}, termination.PodNodeNameIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).Build()
+	builder := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&karpv1.NodeClaim{}, &corev1.Pod{}).WithObjects(all...).
+		WithIndex(&corev1.Pod{}, termination.PodNodeNameIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
+	if funcs != nil {
+		builder = builder.WithInterceptorFuncs(*funcs)
+	}
+	kube := builder.Build()
 	clk := clocktesting.NewFakeClock(epoch)
 	cluster := state.NewCluster(clk)
+	cluster.MarkSynced()
 	cluster.UpdateNodePool(np)
 	cluster.UpdateNodeClaim(nc)
 	cluster.UpdateNode(node)

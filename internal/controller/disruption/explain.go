@@ -71,12 +71,12 @@ func (l *Loop) Explain(ctx context.Context, name string) (Explanation, error) {
 		e.Verdict = fmt.Sprintf("a %s decision takes it; it is being validated until %s", l.pending.reason, l.pending.at.UTC().Format("15:04:05"))
 		return e, nil
 	}
-	if l.launching != nil && slices.ContainsFunc(l.launching.candidates, func(x disruption.Candidate) bool { return x.Name() == c.Name() }) {
+	if l.launching != nil && slices.Contains(l.launching.candidates, c.Name()) {
 		e.Verdict = fmt.Sprintf("being disrupted (%s): waiting for replacements %s to initialize", l.launching.reason, strings.Join(l.launching.replacements, ", "))
 		return e, nil
 	}
 	if disruption.Disrupting(c) {
-		e.Verdict = "already being disrupted (deleting, or tainted karpenter.sh/disrupted)"
+		e.Verdict = "already being disrupted (deleting, tainted karpenter.sh/disrupted, or marked with a DisruptionReason)"
 		return e, nil
 	}
 	base := sched.Input{Namespaces: snap.Namespaces, PersistentVolumeClaims: snap.PersistentVolumeClaims,

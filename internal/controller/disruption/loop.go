@@ -2,24 +2,21 @@ package disruption
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
-	"github.com/nodewright/nodewright/internal/controller/provisioning"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -80,6 +77,32 @@ type Loop struct {
 		version uint64
 		until   time.Time
 	}
+	// recovered: the decisions persisted by a previous loop have been
+	// looked for (once, at the first pass).
+	recovered bool
+	// swept: the sweep at cluster model version sweptAt found no orphaned
+	// marks.
+	swept   bool
+	sweptAt uint64
+	// live is the NodeClaims held by a decision as of the last pass, for
+	// Deciding (read from other goroutines).
+	liveMu sync.RWMutex
+	live   map[string]bool
+	// inv is the cluster model's inventory at version invAt, shared by
+	// the steps of one pass.
+	inv   *state.Inventory
+	invAt uint64
+}
+
+// inventory is the cluster model's inventory, taken once per pass and
+// model version.
+func (l *Loop) inventory() state.Inventory {
+	version := l.cluster.Version()
+	if l.inv == nil || l.invAt != version {
+		inv := l.cluster.Inventory()
+		l.inv, l.invAt = &inv, version
+	}
+	return *l.inv
 }
 
 // quietRecheck is how long an unchanged cluster is not evaluated again
@@ -94,14 +117,6 @@ type pending struct {
 	claims            []string
 	replacements      int
 	at                time.Time
-}
-
-type launching struct {
-	reason            karpv1.DisruptionReason
-	consolidationType string
-	candidates        []disruption.Candidate
-	replacements      []string
-	deadline          time.Time
 }
 
 // NewLoop wires the loop.
@@ -138,11 +153,31 @@ func (l *Loop) Runnable() manager.Runnable {
 	})
 }
 
-// Pass runs one round: a pending decision whose validation time has come
-// is checked again and carried out for the candidates that still qualify;
-// otherwise a new decision is made and held for validation. It returns how
-// long until the next pass is due.
+// Pass runs one round. The first pass of a Loop recovers the decisions a
+// previous one persisted (finishing or rolling them back); every pass then
+// removes disruption marks no live decision holds. Then a replace
+// decision in progress is carried on; or a pending decision whose
+// validation time has come is checked again and carried out for the
+// candidates that still qualify; or a new decision is made and held for
+// validation (drift acts at once). It returns how long until the next pass
+// is due.
 func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
+	if !l.cluster.Synced() { // an incomplete model could disrupt the wrong node: decide nothing
+		return l.opts.Interval, nil
+	}
+	defer func() {
+		l.inv = nil
+		l.publish()
+	}()
+	if !l.recovered {
+		if err := l.recoverDecisions(ctx); err != nil {
+			return l.opts.Interval, err
+		}
+		l.recovered = true
+	}
+	if err := l.sweep(ctx); err != nil {
+		l.log.Error(err, "removing disruption marks no decision holds")
+	}
 	now := l.clock.Now()
 	if l.launching != nil {
 		return l.followLaunch(ctx, now)
@@ -256,114 +291,10 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	return d, nil
 }
 
-// launch taints the candidates (nothing new lands on them) and creates the
-// replacements; the candidates go only once the replacements are
-// initialized (create before delete).
-func (l *Loop) launch(ctx context.Context, cmd disruption.Command, now time.Time) error {
-	for _, c := range cmd.Candidates {
-		if err := l.taint(ctx, c, true); err != nil {
-			return err
-		}
-		if _, err := l.mark(ctx, c, cmd.Reason); err != nil {
-			return err
-		}
-	}
-	run := &launching{reason: cmd.Reason, candidates: cmd.Candidates, deadline: now.Add(l.opts.ReplacementTimeout), consolidationType: consolidationType(cmd)}
-	l.launching = run
-	l.metrics.DisruptionDecided(metrics.DecisionReplace, metricReason(cmd.Reason), run.consolidationType, poolsOf(cmd.Candidates))
-	for _, planned := range cmd.Replacements {
-		np := &karpv1.NodePool{}
-		if err := l.kube.Get(ctx, client.ObjectKey{Name: planned.NodePool}, np); err != nil {
-			return fmt.Errorf("replacing for %s: reading nodepool %s: %w", cmd.Reason, planned.NodePool, err)
-		}
-		nc, err := provisioning.NodeClaimFor(np, planned)
-		if err != nil {
-			return err
-		}
-		if err := l.kube.Create(ctx, nc); err != nil {
-			return fmt.Errorf("creating a replacement in nodepool %s: %w", np.Name, err)
-		}
-		run.replacements = append(run.replacements, nc.Name)
-		l.metrics.NodeClaimCreated(nc, metricReason(cmd.Reason))
-		l.log.Info("launching a replacement", "reason", cmd.Reason, "NodeClaim", nc.Name, "instanceType", planned.InstanceType, "price", planned.Price,
-			"for", cmd.Candidates[0].Name())
-	}
-	return nil
-}
-
-// followLaunch finishes a replacement decision: once every replacement is
-// initialized the candidates are disrupted; if one is gone or the deadline
-// passed, the candidates are untainted and the replacements removed.
-func (l *Loop) followLaunch(ctx context.Context, now time.Time) (time.Duration, error) {
-	run := l.launching
-	ready, failed := 0, ""
-	for _, name := range run.replacements {
-		nc := &karpv1.NodeClaim{}
-		switch err := l.kube.Get(ctx, client.ObjectKey{Name: name}, nc); {
-		case apierrors.IsNotFound(err):
-			failed = "replacement " + name + " is gone"
-		case err != nil:
-			return launchPoll, err
-		case nc.DeletionTimestamp != nil:
-			failed = "replacement " + name + " is being deleted"
-		case meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized):
-			ready++
-		}
-	}
-	if failed == "" && ready < len(run.replacements) && now.Before(run.deadline) {
-		return launchPoll, nil
-	}
-	l.launching = nil
-	if failed == "" && ready == len(run.replacements) {
-		return l.opts.Interval, l.disruptAll(ctx, run.reason, run.candidates)
-	}
-	if failed == "" {
-		failed = fmt.Sprintf("replacements not initialized within %s", l.opts.ReplacementTimeout)
-	}
-	l.log.Info("replacement failed, keeping the nodes", "reason", failed, "nodeclaims", run.replacements)
-	l.metrics.DisruptionQueueFailed(metrics.DecisionReplace, metricReason(run.reason), run.consolidationType)
-	var errs []error
-	for _, c := range run.candidates {
-		errs = append(errs, l.taint(ctx, c, false))
-		_, err := l.mark(ctx, c, "")
-		errs = append(errs, err)
-	}
-	for _, name := range run.replacements {
-		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		errs = append(errs, client.IgnoreNotFound(l.kube.Delete(ctx, nc)))
-	}
-	return l.opts.Interval, errors.Join(errs...)
-}
-
-// taint adds (or removes) karpenter.sh/disrupted:NoSchedule on c's node.
-func (l *Loop) taint(ctx context.Context, c disruption.Candidate, on bool) error {
-	if c.Node == nil {
-		return nil
-	}
-	node := &corev1.Node{}
-	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.Node), node); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	has := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
-	if has == on {
-		return nil
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	if on {
-		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-	} else {
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) })
-	}
-	if err := l.kube.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("tainting node %s disrupted (%v): %w", node.Name, on, err)
-	}
-	return nil
-}
-
 // candidates are every NodeClaim of a NodePool, with its node and pods;
 // settled says no pod is being provisioned for.
 func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, error) {
-	inv := l.cluster.Inventory()
+	inv := l.inventory()
 	var list policyv1.PodDisruptionBudgetList
 	if err := l.kube.List(ctx, &list); err != nil {
 		return nil, false, fmt.Errorf("listing poddisruptionbudgets: %w", err)
@@ -417,67 +348,6 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 		out[i].PoolStarting = starting[out[i].NodePool.Name]
 	}
 	return out, settled, nil
-}
-
-// execute carries out a delete decision.
-func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
-	l.metrics.DisruptionDecided(metrics.DecisionDelete, metricReason(reason), consolidationType(disruption.Command{Reason: reason, Candidates: cands}), poolsOf(cands))
-	return l.disruptAll(ctx, reason, cands)
-}
-
-// disruptAll taints the candidates' nodes, marks their NodeClaims with the
-// reason and deletes them; termination drains them.
-func (l *Loop) disruptAll(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
-	var errs []error
-	for _, c := range cands {
-		if err := l.disrupt(ctx, reason, c); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, c disruption.Candidate) error {
-	if err := l.taint(ctx, c, true); err != nil {
-		return err
-	}
-	if c.Node != nil {
-		l.recorder.Eventf(c.Node, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting node: %s", reason)
-	}
-	nc, err := l.mark(ctx, c, reason)
-	if nc == nil || err != nil {
-		return err
-	}
-	l.recorder.Eventf(nc, corev1.EventTypeNormal, ReasonDisruptionTerminating, "Disrupting nodeclaim: %s", reason)
-	if err := l.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
-	}
-	l.metrics.NodeClaimDisrupted(nc, metricReason(reason))
-	l.log.Info("disrupting nodeclaim", "reason", reason, "NodeClaim", nc.Name)
-	return nil
-}
-
-// mark sets (reason non-empty) or clears the NodeClaim's DisruptionReason
-// condition; it returns the NodeClaim as updated, nil if it is gone.
-func (l *Loop) mark(ctx context.Context, c disruption.Candidate, reason karpv1.DisruptionReason) (*karpv1.NodeClaim, error) {
-	nc := &karpv1.NodeClaim{}
-	if err := l.kube.Get(ctx, client.ObjectKeyFromObject(c.NodeClaim), nc); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	var changed bool
-	if reason == "" {
-		changed = meta.RemoveStatusCondition(&nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
-	} else {
-		changed = meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue,
-			Reason: string(reason), Message: fmt.Sprintf("disrupted: %s", reason), ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(l.clock.Now())})
-	}
-	if !changed {
-		return nc, nil
-	}
-	if err := l.kube.Status().Update(ctx, nc); err != nil {
-		return nil, fmt.Errorf("marking nodeclaim %s disrupted (%q): %w", nc.Name, reason, err)
-	}
-	return nc, nil
 }
 
 // metricReason is Karpenter's label for a disruption reason.
