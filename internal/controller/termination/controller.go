@@ -139,9 +139,9 @@ func (c *Controller) reconcileNodeClaim(ctx context.Context, req reconcile.Reque
 	if done, err := c.terminateInstance(ctx, nc); !done || err != nil {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, err
 	}
-	patch := client.MergeFrom(nc.DeepCopy())
-	controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, nc, patch); err != nil {
+	if err := PatchLocked(ctx, c.kube, nc, func(nc *karpv1.NodeClaim) bool {
+		return controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
+	}); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer of nodeclaim %s: %w", nc.Name, err))
 	}
 	c.metrics.NodeClaimTerminated(nc, c.clock.Now())
@@ -238,20 +238,24 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{}, c.release(ctx, node, true)
 }
 
-// cordon taints the node disrupted and takes it out of load balancers.
+// cordon taints the node disrupted and takes it out of load balancers,
+// keeping every other taint and label, including those another actor
+// writes meanwhile.
 func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
-	if slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) &&
-		node.Labels[labelExcludeFromLB] == "karpenter" {
-		return nil
-	}
-	patched := node.DeepCopy()
-	patched.Spec.Taints = append(slices.DeleteFunc(patched.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }),
-		karpv1.DisruptedNoScheduleTaint)
-	if patched.Labels == nil {
-		patched.Labels = map[string]string{}
-	}
-	patched.Labels[labelExcludeFromLB] = "karpenter"
-	if err := c.kube.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+	err := PatchLocked(ctx, c.kube, node, func(n *corev1.Node) bool {
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) &&
+			n.Labels[labelExcludeFromLB] == "karpenter" {
+			return false
+		}
+		n.Spec.Taints = append(slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }),
+			karpv1.DisruptedNoScheduleTaint)
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[labelExcludeFromLB] = "karpenter"
+		return true
+	})
+	if err != nil {
 		return fmt.Errorf("tainting node %s disrupted: %w", node.Name, err)
 	}
 	return nil
@@ -260,9 +264,7 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 // release removes the node's finalizer; drained says whether it was
 // drained first (a node whose instance vanished is not).
 func (c *Controller) release(ctx context.Context, node *corev1.Node, drained bool) error {
-	patch := client.MergeFrom(node.DeepCopy())
-	controllerutil.RemoveFinalizer(node, karpv1.TerminationFinalizer)
-	if err := c.kube.Patch(ctx, node, patch); err != nil {
+	if err := PatchLocked(ctx, c.kube, node, func(n *corev1.Node) bool { return controllerutil.RemoveFinalizer(n, karpv1.TerminationFinalizer) }); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of node %s: %w", node.Name, err))
 	}
 	c.metrics.NodeTerminated(node, drained, c.clock.Now())

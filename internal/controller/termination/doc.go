@@ -12,4 +12,8 @@
 // behind; never past the deadline), the instance is deleted and the Node's
 // finalizer removed. The drain plan and the attachments still pending are
 // pure functions of the pods, the attachments, the time and the deadline.
+// Taint and finalizer lists are written under an optimistic lock
+// (PatchLocked: a merge patch that holds only at the resourceVersion read,
+// read again and retried on a conflict), so a change another actor makes
+// meanwhile is never overwritten.
 package termination

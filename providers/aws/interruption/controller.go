@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,14 +14,11 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
-	"github.com/nodewright/nodewright/internal/controller/termination"
-	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 )
 
@@ -75,18 +71,17 @@ type Controller struct {
 	mu sync.Mutex
 	// url is the queue's, once looked up.
 	url string
-	// going are NodeClaims cordoned for an interruption, waiting for their
-	// replacements until a deadline.
-	going map[string]going
-}
-
-type going struct {
-	kind         Kind
-	deadline     time.Time
-	replacements []string
-	// replan: the replacements could not be planned yet (another launch
-	// was under way); planned again on the next poll.
-	replan bool
+	// deciding: some NodeClaim carried an interruption decision still to
+	// carry out at the last look (a hint, the API holds the decisions):
+	// the queue is then polled every second so their waits end on time. It
+	// starts true, so a restarted controller looks at the decisions it
+	// inherits at once.
+	deciding bool
+	// recorded: this poll recorded a decision.
+	recorded bool
+	// unrecorded are replacements planned whose names could not be written
+	// on their NodeClaim yet, by NodeClaim.
+	unrecorded map[string][]string
 }
 
 // New wires the controller.
@@ -96,7 +91,7 @@ func New(kube client.Client, sqsapi SQS, replacer Replacer, unavailable Unavaila
 		opts.WaitTime = 20 * time.Second
 	}
 	return &Controller{kube: kube, sqs: sqsapi, replacer: replacer, unavailable: unavailable, recorder: recorder, metrics: m, clock: clk,
-		log: log, opts: opts, going: map[string]going{}}
+		log: log, opts: opts, deciding: true, unrecorded: map[string][]string{}}
 }
 
 // Start polls the queue until ctx ends (a controller-runtime Runnable; it
@@ -141,8 +136,12 @@ func (c *Controller) PollOnce(ctx context.Context) error {
 	return c.Poll(ctx, url)
 }
 
-// Poll receives one batch of messages, handles and deletes them, and
-// deletes the NodeClaims whose wait is over.
+// Poll receives one batch of messages, records the decision each one
+// calls for on its NodeClaims and only then deletes it, and then advances
+// every recorded decision (cordon, replacements, deletion when they are up
+// or the deadline has come). A message whose decision could not be
+// recorded stays on the queue: SQS hands it out again once its visibility
+// timeout passes.
 func (c *Controller) Poll(ctx context.Context, url string) error {
 	wait := c.opts.WaitTime
 	switch {
@@ -156,27 +155,31 @@ func (c *Controller) Poll(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("receiving from queue %s: %w", c.opts.Queue, err)
 	}
+	var errs []error
 	for _, msg := range out.Messages {
 		if err := c.handle(ctx, msg); err != nil {
-			c.log.Error(err, "handling an interruption message", "message", aws.ToString(msg.MessageId))
-			continue // seen again once its visibility timeout passes
+			errs = append(errs, fmt.Errorf("handling interruption message %s (kept for another try): %w", aws.ToString(msg.MessageId), err))
+			continue
 		}
 		if _, err := c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: msg.ReceiptHandle}); err != nil {
-			return fmt.Errorf("deleting message %s: %w", aws.ToString(msg.MessageId), err)
+			// Its decision is recorded: handling it again changes nothing.
+			errs = append(errs, fmt.Errorf("deleting interruption message %s: %w", aws.ToString(msg.MessageId), err))
+			continue
 		}
 		c.metrics.InterruptionDeleted()
 	}
-	return c.finish(ctx)
+	return errors.Join(append(errs, c.advanceAll(ctx))...)
 }
 
 func (c *Controller) waiting() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.going) > 0
+	return c.deciding
 }
 
-// handle acts on one message. A message that does not parse is dropped
-// (handled); one whose action fails is kept for another try.
+// handle records on each NodeClaim of the message's instances the
+// decision it calls for. A message that does not parse is dropped
+// (handled); one whose decision could not be recorded is an error.
 func (c *Controller) handle(ctx context.Context, msg sqstypes.Message) error {
 	parsed, err := Parse(aws.ToString(msg.Body))
 	if err != nil {
@@ -210,163 +213,27 @@ func (c *Controller) handle(ctx context.Context, msg sqstypes.Message) error {
 // last part of its provider ID), as Karpenter's status.instanceID index.
 const NodeClaimInstanceIDIndex = "status.instanceID"
 
-// IndexFields registers the index the controller finds NodeClaims by.
+// NodeClaimInterruptedIndex finds the NodeClaims that carry an
+// interruption decision (value "true").
+const NodeClaimInterruptedIndex = "metadata.annotations." + AnnotationInterruption
+
+// IndexFields registers the indexes the controller finds NodeClaims by.
 func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
-	return indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimInstanceIDIndex, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimInstanceIDIndex, func(o client.Object) []string {
 		id := o.(*karpv1.NodeClaim).Status.ProviderID
 		if i := strings.LastIndex(id, "/"); i >= 0 && i < len(id)-1 {
 			return []string{id[i+1:]}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &karpv1.NodeClaim{}, NodeClaimInterruptedIndex, func(o client.Object) []string {
+		if _, ok := o.GetAnnotations()[AnnotationInterruption]; ok {
+			return []string{"true"}
+		}
+		return nil
 	})
-}
-
-// act reports the event on the NodeClaim and, for kinds that end the
-// instance, marks a spot offering unavailable, cordons the node, plans
-// its pods new places and starts the wait before deletion.
-func (c *Controller) act(ctx context.Context, nc *karpv1.NodeClaim, m Message) error {
-	c.recorder.Eventf(nc, corev1.EventTypeWarning, m.Kind.Event(), "NodeClaim %s: %s", nc.Name, describe(m.Kind))
-	grace, acts := m.Kind.Grace()
-	if !acts || nc.DeletionTimestamp != nil {
-		return nil
-	}
-	c.mu.Lock()
-	_, already := c.going[nc.Name]
-	c.mu.Unlock()
-	if already {
-		return nil
-	}
-	if m.Kind == SpotInterrupted && c.unavailable != nil {
-		c.unavailable.MarkUnavailable(nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], karpv1.CapacityTypeSpot)
-	}
-	g := going{kind: m.Kind, deadline: m.Time.Add(grace)}
-	if m.Time.IsZero() {
-		g.deadline = c.clock.Now().Add(grace)
-	}
-	if grace > 0 && nc.Status.NodeName != "" {
-		replacements, planned, err := c.cordonAndReplace(ctx, nc)
-		if err != nil {
-			return err
-		}
-		g.replacements, g.replan = replacements, !planned
-	}
-	c.mu.Lock()
-	c.going[nc.Name] = g
-	c.mu.Unlock()
-	return nil
-}
-
-// cordonAndReplace taints the node so nothing new lands on it and plans
-// its pods new places now; planned is false when the planner asked to be
-// asked again.
-func (c *Controller) cordonAndReplace(ctx context.Context, nc *karpv1.NodeClaim) (replacements []string, planned bool, err error) {
-	node := &corev1.Node{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
-		return nil, true, client.IgnoreNotFound(err)
-	}
-	if !slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }) {
-		patch := client.MergeFrom(node.DeepCopy())
-		node.Spec.Taints = append(node.Spec.Taints, karpv1.DisruptedNoScheduleTaint)
-		if err := c.kube.Patch(ctx, node, patch); err != nil {
-			return nil, false, fmt.Errorf("cordoning node %s: %w", node.Name, err)
-		}
-	}
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: node.Name}); err != nil {
-		return nil, false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
-	}
-	// The pods a drain moves: running ones, not DaemonSet or static pods.
-	var live []*corev1.Pod
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			live = append(live, p)
-		}
-	}
-	moving := disruption.Reschedulable(live)
-	if len(moving) == 0 || c.replacer == nil {
-		return nil, true, nil
-	}
-	created, err := c.replacer.ProvisionFor(ctx, node.Name, moving)
-	switch {
-	case errors.Is(err, ErrTryAgain):
-		return nil, false, nil
-	case err != nil:
-		c.log.Error(err, "planning replacement capacity for an interrupted node; its pods will be placed once evicted", "node", node.Name)
-	}
-	var names []string
-	for _, r := range created {
-		names = append(names, r.Name)
-	}
-	c.log.Info("interrupted node cordoned, replacement capacity launching", "node", node.Name, "NodeClaim", nc.Name, "pods", len(moving), "replacements", names)
-	return names, true, nil
-}
-
-// finish deletes the cordoned NodeClaims whose replacements are up or
-// whose deadline has come.
-func (c *Controller) finish(ctx context.Context) error {
-	c.mu.Lock()
-	names := make([]string, 0, len(c.going))
-	for name := range c.going {
-		names = append(names, name)
-	}
-	c.mu.Unlock()
-	slices.Sort(names)
-	now := c.clock.Now()
-	for _, name := range names {
-		c.mu.Lock()
-		g := c.going[name]
-		c.mu.Unlock()
-		nc := &karpv1.NodeClaim{}
-		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
-			c.forget(name)
-			continue
-		}
-		if g.replan && now.Before(g.deadline) {
-			replacements, planned, err := c.cordonAndReplace(ctx, nc)
-			if err != nil {
-				return err
-			}
-			g.replacements, g.replan = replacements, !planned
-			c.mu.Lock()
-			c.going[name] = g
-			c.mu.Unlock()
-		}
-		if now.Before(g.deadline) && (g.replan || !c.replacementsUp(ctx, g.replacements)) {
-			continue
-		}
-		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting interrupted nodeclaim %s: %w", name, err)
-		}
-		c.recorder.Eventf(nc, corev1.EventTypeWarning, "TerminatingOnInterruption", "NodeClaim %s: %s", nc.Name, describe(g.kind))
-		c.metrics.NodeClaimDisrupted(nc, string(g.kind))
-		c.log.Info("deleting an interrupted NodeClaim", "NodeClaim", name, "kind", g.kind, "replacements", g.replacements)
-		c.forget(name)
-	}
-	return nil
-}
-
-func (c *Controller) forget(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.going, name)
-}
-
-// replacementsUp: every replacement is initialized (or gone: it failed,
-// and waiting for it helps nobody).
-func (c *Controller) replacementsUp(ctx context.Context, names []string) bool {
-	for _, name := range names {
-		nc := &karpv1.NodeClaim{}
-		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
-			continue
-		}
-		if !meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) {
-			return false
-		}
-	}
-	return true
 }
 
 func describe(k Kind) string {

@@ -3,7 +3,6 @@ package interruption_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +16,10 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/pkg/catalog"
 	"github.com/nodewright/nodewright/providers/aws/fake"
 	"github.com/nodewright/nodewright/providers/aws/interruption"
@@ -48,7 +49,8 @@ func (m *marks) MarkUnavailable(instanceType, zone, capacityType string) {
 // and two pods (one a DaemonSet's) exist.
 type env struct {
 	fake     *fake.Server
-	kube     client.Client
+	api      client.WithWatch // the API server's state, never faulty
+	kube     client.Client    // what the controller talks to
 	ctrl     *interruption.Controller
 	replacer *replacer
 	marks    *marks
@@ -57,7 +59,17 @@ type env struct {
 	instance string
 }
 
-func newEnv(t *testing.T) *env {
+// indexer registers a controller's field indexes on a fake client.
+type indexer struct{ b *crfake.ClientBuilder }
+
+func (i indexer) IndexField(_ context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	i.b.WithIndex(obj, field, extract)
+	return nil
+}
+
+// newEnv builds the env; funcs, when given, intercept the controller's
+// API calls.
+func newEnv(t *testing.T, funcs ...interceptor.Funcs) *env {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	all, err := catalog.Default()
@@ -82,16 +94,29 @@ func newEnv(t *testing.T) *env {
 	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "node-1"}}
 	ds := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default",
 		OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: new(true)}}}, Spec: corev1.PodSpec{NodeName: "node-1"}}
-	kube := crfake.NewClientBuilder().WithScheme(s).WithObjects(nc, node, app, ds).
-		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
-		WithIndex(&karpv1.NodeClaim{}, interruption.NodeClaimInstanceIDIndex, func(o client.Object) []string {
-			id := o.(*karpv1.NodeClaim).Status.ProviderID
-			return []string{id[strings.LastIndex(id, "/")+1:]}
-		}).Build()
-	r, m := &replacer{}, &marks{}
-	ctrl := interruption.New(kube, sqs.NewFromConfig(fake.InProcessConfig(f)), r, m, record.NewFakeRecorder(100), nil, clk, logr.Discard(),
-		interruption.Options{Queue: "demo", WaitTime: time.Second})
-	return &env{fake: f, kube: kube, ctrl: ctrl, replacer: r, marks: m, clock: clk, url: "https://sqs.us-east-1.amazonaws.com/111122223333/demo", instance: id}
+	b := crfake.NewClientBuilder().WithScheme(s).WithObjects(nc, node, app, ds)
+	for _, index := range []func(context.Context, client.FieldIndexer) error{termination.IndexFields, interruption.IndexFields} {
+		if err := index(context.Background(), indexer{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := b.Build()
+	var kube client.Client = api
+	for _, fn := range funcs {
+		kube = interceptor.NewClient(api, fn)
+	}
+	e := &env{fake: f, api: api, kube: kube, replacer: &replacer{}, marks: &marks{}, clock: clk,
+		url: "https://sqs.us-east-1.amazonaws.com/111122223333/demo", instance: id}
+	e.ctrl = e.restart()
+	return e
+}
+
+// restart is a fresh controller on the same API, cloud and clock, as after
+// a process restart: nothing of the old one's memory is left.
+func (e *env) restart() *interruption.Controller {
+	e.ctrl = interruption.New(e.kube, sqs.NewFromConfig(fake.InProcessConfig(e.fake)), e.replacer, e.marks, record.NewFakeRecorder(100), nil, e.clock,
+		logr.Discard(), interruption.Options{Queue: "demo", ShortPoll: true})
+	return e.ctrl
 }
 
 func (e *env) claimGone(t *testing.T) bool {

@@ -6,4 +6,14 @@
 // interrupted spot offering unavailable, cordons the node, plans new places
 // for its pods at once (replacement capacity first, where the warning
 // leaves time), then deletes the NodeClaim so the node drains.
+//
+// The decision outlives the process and the message: it is written on the
+// NodeClaim (AnnotationInterruption and AnnotationInterruptionDeadline)
+// before the message is deleted, and every poll carries out the decisions
+// it finds in the API. Replacements are planned at most once per
+// interruption (AnnotationInterruptionPlanned is written under an
+// optimistic lock first) and named on the NodeClaim
+// (AnnotationInterruptionReplacements), so a restarted controller waits
+// for the same replacements, and deletes the NodeClaim at the deadline at
+// the latest.
 package interruption
