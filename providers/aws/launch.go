@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -53,6 +54,9 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
+	// No instance of the NodeClaim's launched before describedAt is
+	// unseen by launchedFor once the describe-consistency window passed.
+	describedAt := p.clock.Now()
 	existing, err := p.launchedFor(ctx, nc)
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
@@ -86,10 +90,8 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 		}
 		configs = append(configs, cfg)
 	}
-	token := p.clientToken(nc)
 	in := &ec2.CreateFleetInput{
-		ClientToken: aws.String(token),
-		Type:        ec2types.FleetTypeInstant, LaunchTemplateConfigs: configs,
+		Type: ec2types.FleetTypeInstant, LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType)},
 		TagSpecifications: []ec2types.TagSpecification{
@@ -103,40 +105,88 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
-	out, err := p.ec2.CreateFleet(ctx, in)
+	f := fleet{nc: nc, class: class, in: in, capacityType: capacityType, options: options, byImage: byImage, describedAt: describedAt}
+	for try := 1; ; try++ {
+		out, retry, err := p.createFleet(ctx, f)
+		if retry && try < maxFleetTries {
+			continue
+		}
+		return out, err
+	}
+}
+
+// maxFleetTries bounds the fleets one Create sends: a token known to have
+// launched nothing alive is followed by the next at once, a few times.
+const maxFleetTries = 3
+
+// fleet is one NodeClaim's fleet request and what its answer is read with.
+type fleet struct {
+	nc           *karpv1.NodeClaim
+	class        *awsv1.EC2NodeClass
+	in           *ec2.CreateFleetInput
+	capacityType string
+	options      []launchOption
+	byImage      map[string][]launchOption
+	// describedAt is when launchedFor last found no instance for the
+	// NodeClaim.
+	describedAt time.Time
+}
+
+// createFleet sends the fleet under the NodeClaim's current client token.
+// retry says the token launched nothing alive, so the next token may be
+// tried at once.
+func (p *Provider) createFleet(ctx context.Context, f fleet) (launched *karpv1.NodeClaim, retry bool, err error) {
+	nc := f.nc
+	token := p.clientToken(nc)
+	f.in.ClientToken = aws.String(token)
+	out, err := p.ec2.CreateFleet(ctx, f.in)
 	if IsErrorCode(err, "IdempotentParameterMismatch") {
 		// An earlier attempt with this token asked for something else and
-		// may have launched an instance EC2 does not describe yet: launch
-		// nothing until it is described (and adopted).
-		return nil, fmt.Errorf("launching nodeclaim %s: an earlier launch (client token %s) asked for other offerings and may have launched an instance not described yet; waiting for it: %w", nc.Name, token, err)
+		// may have launched an instance EC2 does not describe yet. It was
+		// launched before the first refusal, so once the window passed
+		// since then, launchedFor would have found it were it alive.
+		until := p.mismatchedSince(nc, token).Add(p.opts.DescribeConsistencyWindow)
+		if f.describedAt.Before(until) {
+			return nil, false, fmt.Errorf("launching nodeclaim %s: an earlier launch (client token %s) asked for other offerings and may have launched an instance not described yet; waiting for it until %s: %w",
+				nc.Name, token, until.UTC().Format(time.RFC3339), err)
+		}
+		p.launchedNothing(nc)
+		return nil, true, fmt.Errorf("launching nodeclaim %s: the earlier launch with client token %s launched nothing alive: %w", nc.Name, token, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("launching nodeclaim %s: creating fleet: %w", nc.Name, err)
+		return nil, false, fmt.Errorf("launching nodeclaim %s: creating fleet: %w", nc.Name, err)
 	}
-	for _, launched := range out.Instances {
-		if len(launched.InstanceIds) == 0 {
+	for _, instances := range out.Instances {
+		if len(instances.InstanceIds) == 0 {
 			continue
 		}
 		zone := ""
-		if launched.LaunchTemplateAndOverrides != nil && launched.LaunchTemplateAndOverrides.Overrides != nil {
-			zone = aws.ToString(launched.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)
+		if instances.LaunchTemplateAndOverrides != nil && instances.LaunchTemplateAndOverrides.Overrides != nil {
+			zone = aws.ToString(instances.LaunchTemplateAndOverrides.Overrides.AvailabilityZone)
 		}
-		i := slices.IndexFunc(options, func(o launchOption) bool {
-			return o.it.Name == string(launched.InstanceType) && (zone == "" || o.zone == zone)
+		i := slices.IndexFunc(f.options, func(o launchOption) bool {
+			return o.it.Name == string(instances.InstanceType) && (zone == "" || o.zone == zone)
 		})
 		if i < 0 {
-			return nil, fmt.Errorf("launching nodeclaim %s: EC2 launched %s in %q, which was not asked for", nc.Name, launched.InstanceType, zone)
+			return nil, false, fmt.Errorf("launching nodeclaim %s: EC2 launched %s in %q, which was not asked for", nc.Name, instances.InstanceType, zone)
+		}
+		id := instances.InstanceIds[0]
+		dead, err := p.deadOnArrival(ctx, nc, id)
+		if err != nil {
+			return nil, false, err
+		}
+		if dead {
+			p.launchedNothing(nc)
+			return nil, true, fmt.Errorf("launching nodeclaim %s: client token %s answered with instance %s, which is shutting down or terminated", nc.Name, token, id)
 		}
 		p.launchSettled(nc)
-		return p.launched(class, nc, options[i], capacityType, launched.InstanceIds[0], imageFor(byImage, options[i])), nil
+		return p.launched(f.class, nc, f.options[i], f.capacityType, id, imageFor(f.byImage, f.options[i])), false, nil
 	}
-	err = p.fleetError(nc, capacityType, out.Errors)
-	if cloudprovider.IsInsufficientCapacityError(err) {
-		p.launchSettled(nc)
-	} else {
-		p.launchedNothing(nc)
-	}
-	return nil, err
+	// Insufficient capacity is final for the token too: should the
+	// NodeClaim be launched again (its deletion failed), the next token
+	// asks afresh instead of being refused for other parameters.
+	p.launchedNothing(nc)
+	return nil, false, p.fleetError(nc, f.capacityType, out.Errors)
 }
 
 // chooseOptions picks the capacity type (spot when allowed and offered)
@@ -261,6 +311,9 @@ func (p *Provider) tags(class *awsv1.EC2NodeClass, nc *karpv1.NodeClaim) []ec2ty
 	m[TagEKSCluster] = p.opts.ClusterName
 	m[TagNodePool] = nc.Labels[karpv1.LabelNodePool]
 	m[TagNodeClaim] = nc.Name
+	if nc.UID != "" {
+		m[TagNodeClaimUID] = string(nc.UID)
+	}
 	m[TagNodeClass] = class.Name
 	if _, ok := m["Name"]; !ok {
 		m["Name"] = nc.Name

@@ -28,14 +28,21 @@ import (
 
 // Tag keys the provider puts on what it launches.
 const (
-	TagNodePool    = karpv1.LabelNodePool
-	TagNodeClaim   = "karpenter.sh/nodeclaim"
-	TagNodeClass   = awsv1.Group + "/ec2nodeclass"
-	TagCluster     = awsv1.Group + "/cluster"
-	TagEKSCluster  = "eks:eks-cluster-name"
-	tagClusterFmt  = "kubernetes.io/cluster/%s"
-	providerPrefix = "aws:///"
+	TagNodePool  = karpv1.LabelNodePool
+	TagNodeClaim = "karpenter.sh/nodeclaim"
+	// TagNodeClaimUID is the UID of the NodeClaim an instance was launched
+	// for: a later NodeClaim of the same name does not adopt it.
+	TagNodeClaimUID = "nodewright.dev/nodeclaim-uid"
+	TagNodeClass    = awsv1.Group + "/ec2nodeclass"
+	TagCluster      = awsv1.Group + "/cluster"
+	TagEKSCluster   = "eks:eks-cluster-name"
+	tagClusterFmt   = "kubernetes.io/cluster/%s"
+	providerPrefix  = "aws:///"
 )
+
+// DefaultDescribeConsistencyWindow is Options.DescribeConsistencyWindow's
+// default.
+const DefaultDescribeConsistencyWindow = 2 * time.Minute
 
 // Options configure the provider.
 type Options struct {
@@ -63,8 +70,14 @@ type Options struct {
 	// Unavailable reports offerings recently refused for capacity (the
 	// core's 3-minute cache); launches leave them out. Nil: none.
 	Unavailable func(instanceType, zone, capacityType string) bool
-	Clock       clock.Clock
-	Log         logr.Logger
+	// DescribeConsistencyWindow bounds how long DescribeInstances may not
+	// show an instance after its launch (EC2's eventual consistency). A
+	// NodeClaim whose launch got IdempotentParameterMismatch moves on to
+	// its next client token once this long has passed since the first
+	// mismatch with no instance described for it (default 2 min).
+	DescribeConsistencyWindow time.Duration
+	Clock                     clock.Clock
+	Log                       logr.Logger
 }
 
 // Provider is the AWS cloud provider.
@@ -114,6 +127,9 @@ func New(kube client.Reader, ec2api EC2, opts Options) (*Provider, error) {
 	if opts.ClusterCIDR == "" {
 		opts.ClusterCIDR = "10.100.0.0/16"
 	}
+	if opts.DescribeConsistencyWindow <= 0 {
+		opts.DescribeConsistencyWindow = DefaultDescribeConsistencyWindow
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -127,7 +143,7 @@ func New(kube client.Reader, ec2api EC2, opts Options) (*Provider, error) {
 	}
 	return &Provider{kube: kube, ec2: ec2api, opts: opts, clock: opts.Clock, onDemand: prices,
 		cache: inventoryCache{built: map[string]builtTypes{}}, templates: map[string]time.Time{},
-		attempts: launchAttempts{next: map[string]int{}, at: map[string]time.Time{}}}, nil
+		attempts: newLaunchAttempts()}, nil
 }
 
 // OnDemandPrices reads each type's on-demand price from a catalog (the

@@ -59,3 +59,32 @@ func TestCreateIsIdempotentPerNodeClaim(t *testing.T) {
 		t.Errorf("the deleting node: %v, %v", node.DeletionTimestamp, err)
 	}
 }
+
+// A NodeClaim named like an earlier one (another UID) whose Node has not
+// registered yet (no owner reference) does not take that Node: the Node
+// records the UID it was made for.
+func TestCreateDoesNotAdoptTheUnregisteredNodeOfAnEarlierSameNamedNodeClaim(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	zone := func(z string) karpv1.NodeSelectorRequirementWithMinValues {
+		return karpv1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{z}}
+	}
+	old := e.nodeClaim("web-1", zone("zone-a"))
+	old.UID = "uid-1"
+	if _, err := e.provider.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	nc := e.nodeClaim("web-1", zone("zone-b"))
+	nc.UID = "uid-2"
+	got, err := e.provider.Create(ctx, nc)
+	if err == nil {
+		t.Fatalf("NodeClaim uid-2 requiring zone-b got %s in %q (uid-1's node)", got.Status.ProviderID, got.Labels[corev1.LabelTopologyZone])
+	}
+	if !strings.Contains(err.Error(), "web-1") || !strings.Contains(err.Error(), "uid-1") {
+		t.Errorf("error %q: want it to name the nodeclaim and the node's owner uid", err)
+	}
+	// The NodeClaim it was made for still adopts it (a restart).
+	if again, err := kwok.New(e.kube, smallCatalog(t)).Create(ctx, old); err != nil || again.Labels[corev1.LabelTopologyZone] != "zone-a" {
+		t.Errorf("Create again for uid-1: %v, %v; want its zone-a node", again, err)
+	}
+}

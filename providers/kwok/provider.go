@@ -31,6 +31,9 @@ const (
 	NodeAnnotation = "kwok.x-k8s.io/node"
 	// PriceLabel carries the launched offering's price, for dashboards.
 	PriceLabel = "eks-node-viewer/instance-price"
+	// NodeClaimUIDAnnotation is the UID of the NodeClaim a Node was made
+	// for: a later NodeClaim of the same name does not adopt it.
+	NodeClaimUIDAnnotation = "nodewright.dev/nodeclaim-uid"
 )
 
 // Provider is the kwok cloud provider.
@@ -118,9 +121,10 @@ func (p *Provider) IsDrifted(context.Context, *karpv1.NodeClaim) (cloudprovider.
 // Create picks the cheapest offering the NodeClaim allows and creates its
 // Node, named after the NodeClaim. Creating again for the same NodeClaim
 // (after a lost answer, a failed status write, a restart) returns the
-// existing Node: one instance per NodeClaim. A Node of that name that is
-// being deleted, or that registered for another NodeClaim of the same
-// name, is not adopted: Create fails until it is gone.
+// existing Node: one instance per NodeClaim. The Node records the
+// NodeClaim's UID (NodeClaimUIDAnnotation). A Node of that name that is
+// being deleted, or that was made for another NodeClaim of the same name
+// (registered or not), is not adopted: Create fails until it is gone.
 func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if err := p.checkNodeClass(ctx, nc); err != nil {
 		return nil, err
@@ -149,10 +153,15 @@ func (p *Provider) Create(ctx context.Context, nc *karpv1.NodeClaim) (*karpv1.No
 }
 
 // adopt returns the Node already made for a NodeClaim as its launch, unless
-// it is going away or belongs to another NodeClaim of the same name.
+// it is going away or was made for another NodeClaim of the same name (its
+// UID annotation, or once registered its owner reference, names another).
 func adopt(node *corev1.Node, nc *karpv1.NodeClaim) (*karpv1.NodeClaim, error) {
 	if node.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: node %s of the same name is being deleted", nc.Name, node.Name)
+	}
+	if uid, ok := node.Annotations[NodeClaimUIDAnnotation]; ok && nc.UID != "" && uid != string(nc.UID) {
+		return nil, fmt.Errorf("launching nodeclaim %s: node %s was made for another nodeclaim of the same name (annotation %s: uid %s)",
+			nc.Name, node.Name, NodeClaimUIDAnnotation, uid)
 	}
 	for _, o := range node.OwnerReferences {
 		if o.Kind == "NodeClaim" && nc.UID != "" && o.UID != nc.UID {
@@ -262,8 +271,12 @@ func (p *Provider) node(nc *karpv1.NodeClaim, it *catalog.InstanceType, o catalo
 	labels[corev1.LabelHostname] = nc.Name
 	labels[NodeAnnotation] = "fake"
 	labels[PriceLabel] = fmt.Sprintf("%g", o.Price)
+	annotations := map[string]string{NodeAnnotation: "fake"}
+	if nc.UID != "" {
+		annotations[NodeClaimUIDAnnotation] = string(nc.UID)
+	}
 	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: labels, Annotations: map[string]string{NodeAnnotation: "fake"}},
+		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: labels, Annotations: annotations},
 		Spec: corev1.NodeSpec{
 			ProviderID: ProviderIDPrefix + nc.Name,
 			Taints:     []corev1.Taint{karpv1.UnregisteredNoExecuteTaint},

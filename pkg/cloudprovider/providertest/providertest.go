@@ -135,6 +135,27 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 	})
 
+	t.Run("never takes an earlier same-named NodeClaim's instance", func(t *testing.T) {
+		// A NodeClaim deleted before its status recorded its instance
+		// leaves the instance behind; a new NodeClaim of the same name
+		// (another UID) must not get it: it may not meet the new one's
+		// requirements, and two NodeClaims would share one instance.
+		h := newHarness(t)
+		earlier := h.NodeClaim("contract-reused")
+		earlier.UID = "contract-uid-earlier"
+		first, err := h.Provider.Create(ctx, earlier)
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		later := h.NodeClaim("contract-reused")
+		later.UID = "contract-uid-later"
+		got, err := h.Provider.Create(ctx, later)
+		if err == nil && got.Status.ProviderID == first.Status.ProviderID {
+			t.Errorf("nodeclaim %s (uid %s) got %s, the instance of the earlier nodeclaim of that name (uid %s)",
+				later.Name, later.UID, got.Status.ProviderID, earlier.UID)
+		}
+	})
+
 	t.Run("honours narrowing requirements", func(t *testing.T) {
 		h := newHarness(t)
 		types, err := h.Provider.GetInstanceTypes(ctx, h.NodePool)
