@@ -59,6 +59,7 @@ type Options struct {
 // Controller handles the interruption queue.
 type Controller struct {
 	kube        client.Client
+	reader      client.Reader
 	sqs         SQS
 	replacer    Replacer
 	unavailable Unavailable
@@ -80,8 +81,15 @@ type Controller struct {
 	// recorded: this poll recorded a decision.
 	recorded bool
 	// unrecorded are replacements planned whose names could not be written
-	// on their NodeClaim yet, by NodeClaim.
+	// on their NodeClaim yet, by claimKey.
 	unrecorded map[string][]string
+	// unplanned are the planned marks this controller wrote, or may have
+	// written (the answer was lost), without having planned the
+	// replacements yet, by claimKey: a mark found with that value is its
+	// own to plan.
+	unplanned map[string]string
+	// warned holds, by claimKey, the unknown kind already reported.
+	warned map[string]string
 }
 
 // New wires the controller.
@@ -90,8 +98,19 @@ func New(kube client.Client, sqsapi SQS, replacer Replacer, unavailable Unavaila
 	if opts.WaitTime <= 0 {
 		opts.WaitTime = 20 * time.Second
 	}
-	return &Controller{kube: kube, sqs: sqsapi, replacer: replacer, unavailable: unavailable, recorder: recorder, metrics: m, clock: clk,
-		log: log, opts: opts, deciding: true, unrecorded: map[string][]string{}}
+	return &Controller{kube: kube, reader: kube, sqs: sqsapi, replacer: replacer, unavailable: unavailable, recorder: recorder, metrics: m, clock: clk,
+		log: log, opts: opts, deciding: true, unrecorded: map[string][]string{}, unplanned: map[string]string{}, warned: map[string]string{}}
+}
+
+// WithAPIReader makes the controller read through r, an uncached reader
+// (the manager's APIReader), where a lagging cache would mislead it: the
+// re-read after a write conflict and whether a replacement still exists.
+// Without one it reads through its client.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	if r != nil {
+		c.reader = r
+	}
+	return c
 }
 
 // Start polls the queue until ctx ends (a controller-runtime Runnable; it

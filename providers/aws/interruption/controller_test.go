@@ -54,6 +54,7 @@ type env struct {
 	ctrl     *interruption.Controller
 	replacer *replacer
 	marks    *marks
+	recorder *record.FakeRecorder // the current controller's
 	clock    *clocktesting.FakeClock
 	url      string
 	instance string
@@ -114,8 +115,9 @@ func newEnv(t *testing.T, funcs ...interceptor.Funcs) *env {
 // restart is a fresh controller on the same API, cloud and clock, as after
 // a process restart: nothing of the old one's memory is left.
 func (e *env) restart() *interruption.Controller {
-	e.ctrl = interruption.New(e.kube, sqs.NewFromConfig(fake.InProcessConfig(e.fake)), e.replacer, e.marks, record.NewFakeRecorder(100), nil, e.clock,
-		logr.Discard(), interruption.Options{Queue: "demo", ShortPoll: true})
+	e.recorder = record.NewFakeRecorder(100)
+	e.ctrl = interruption.New(e.kube, sqs.NewFromConfig(fake.InProcessConfig(e.fake)), e.replacer, e.marks, e.recorder, nil, e.clock,
+		logr.Discard(), interruption.Options{Queue: "demo", ShortPoll: true}).WithAPIReader(e.api)
 	return e.ctrl
 }
 
@@ -225,3 +227,7 @@ func TestStateChangeDeletesAtOnceAndRebalanceDoesNothing(t *testing.T) {
 		t.Errorf("a stopping instance: NodeClaim deleted %v (want at once), marks %v (want none: not a spot interruption)", e.claimGone(t), *e.marks)
 	}
 }
+
+var discard = logr.Discard()
+
+func sqsClient(e *env) *sqs.Client { return sqs.NewFromConfig(fake.InProcessConfig(e.fake)) }
