@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -47,6 +46,10 @@ type launching struct {
 	deleting bool
 	// rollingBack: the decision failed; its undoing is retried until done.
 	rollingBack string
+	// malformed: a recovered decision's ReplacementsAnnotation did not
+	// hold; it is rolled back (replacements holds the names that were
+	// well formed, and only those carrying its stamp are deleted).
+	malformed error
 }
 
 // Deciding reports whether the loop holds a live decision involving the
@@ -170,9 +173,14 @@ func (l *Loop) createMissing(ctx context.Context, run *launching) error {
 			continue
 		}
 		nc.GenerateName, nc.Name = "", name
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[ReplacingAnnotation] = strings.Join(run.candidates, ",")
 		switch err := l.kube.Create(ctx, nc); {
 		case apierrors.IsAlreadyExists(err):
-			run.created[name] = true
+			// an earlier Create whose answer was lost, or a NodeClaim the
+			// decision did not make: followLaunch tells them apart
 		case err != nil:
 			errs = append(errs, fmt.Errorf("creating replacement nodeclaim %s in nodepool %s: %w", name, np.Name, err))
 		default:
@@ -199,16 +207,18 @@ func (l *Loop) followLaunch(ctx context.Context, now time.Time) (time.Duration, 
 	}
 	ready, failed := 0, ""
 	for _, name := range run.replacements {
-		nc := &karpv1.NodeClaim{}
-		switch err := l.kube.Get(ctx, client.ObjectKey{Name: name}, nc); {
-		case apierrors.IsNotFound(err):
+		nc, err := l.readReplacement(ctx, name, false)
+		switch {
+		case err != nil:
+			return launchPoll, err
+		case nc == nil:
 			if run.created[name] {
 				failed = "replacement " + name + " is gone"
 			} else if _, ok := run.planned[name]; !ok {
 				failed = "replacement " + name + " was never created"
 			}
-		case err != nil:
-			return launchPoll, err
+		case !replaces(nc, run.candidates):
+			failed = fmt.Sprintf("nodeclaim %s, named as a replacement, was not created by this decision (%s=%q)", name, ReplacingAnnotation, nc.Annotations[ReplacingAnnotation])
 		case nc.DeletionTimestamp != nil:
 			failed = "replacement " + name + " is being deleted"
 		default:
@@ -246,10 +256,15 @@ func (l *Loop) finish(ctx context.Context, run *launching) error {
 }
 
 // rollback gives a replace decision up: its replacements are deleted
-// first, then the candidates are untainted and their decision cleared. A
+// first (only NodeClaims stamped by this decision: see deleteReplacement),
+// then the candidates are untainted and their decision cleared. A
 // step that fails keeps the decision, and the rollback is retried next
 // pass; until it completes the candidates stay marked, so a restart in
-// between finds the decision and rolls it back again.
+// between finds the decision and rolls it back again. Deleting the
+// replacements is given up rollbackPatience past the decision's deadline
+// (they are left as ordinary capacity, as Karpenter leaves them): a
+// replacement that cannot be deleted does not keep its candidates tainted
+// forever.
 func (l *Loop) rollback(ctx context.Context, run *launching, why string) error {
 	if run.rollingBack == "" {
 		l.log.Info("replacement failed, keeping the nodes", "reason", why, "nodeclaims", run.candidates, "replacements", run.replacements)
@@ -258,13 +273,17 @@ func (l *Loop) rollback(ctx context.Context, run *launching, why string) error {
 	run.rollingBack = why
 	var errs []error
 	for _, name := range run.replacements {
-		nc := &karpv1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := client.IgnoreNotFound(l.kube.Delete(ctx, nc)); err != nil {
-			errs = append(errs, fmt.Errorf("deleting replacement nodeclaim %s: %w", name, err))
+		if err := l.deleteReplacement(ctx, name, run.candidates); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		if l.clock.Now().Before(run.deadline.Add(rollbackPatience)) {
+			return err
+		}
+		l.log.Error(err, "giving up deleting the replacements of a failed disruption decision: they stay as ordinary capacity, the nodes are released",
+			"nodeclaims", run.candidates, "replacements", run.replacements)
+		errs = nil
 	}
 	for _, name := range run.candidates {
 		errs = append(errs, l.unmark(ctx, name))
@@ -298,97 +317,53 @@ func (l *Loop) unmark(ctx context.Context, name string) error {
 	return err
 }
 
-// recoverDecisions runs once per Loop, before its first pass: the decisions
-// a previous loop (a previous process) wrote on NodeClaims are found again.
-// A replace decision whose replacements all exist is adopted and carried
-// on, its deadline counted from when it was written; any other (a
-// replacement never created or gone, or a delete decision whose delete
-// never happened) is rolled back.
-func (l *Loop) recoverDecisions(ctx context.Context) error {
-	var list karpv1.NodeClaimList
-	if err := l.kube.List(ctx, &list); err != nil {
-		return fmt.Errorf("listing nodeclaims to recover disruption decisions: %w", err)
-	}
-	groups := map[string]*launching{}
-	var keys []string
-	for i := range list.Items {
-		nc := &list.Items[i]
-		cond := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason)
-		if nc.DeletionTimestamp != nil || cond == nil || cond.Status != metav1.ConditionTrue {
-			continue
-		}
-		key := nc.Annotations[ReplacementsAnnotation]
-		if key == "" {
-			key = "delete/" + nc.Name // a delete decision: each on its own
-		}
-		run, ok := groups[key]
-		if !ok {
-			run = &launching{reason: karpv1.DisruptionReason(cond.Reason), replacements: replacementsOf(nc), created: map[string]bool{},
-				deadline: cond.LastTransitionTime.Add(l.opts.ReplacementTimeout)}
-			groups[key] = run
-			keys = append(keys, key)
-		}
-		run.candidates = append(run.candidates, nc.Name)
-		if d := cond.LastTransitionTime.Add(l.opts.ReplacementTimeout); d.Before(run.deadline) {
-			run.deadline = d
-		}
-	}
-	slices.Sort(keys)
-	var errs []error
-	for _, key := range keys {
-		run := groups[key]
-		if l.deciding(run.candidates[0]) {
-			continue // adopted by an earlier attempt whose other steps failed
-		}
-		run.consolidationType = recoveredType(run)
-		if l.launching == nil && len(run.replacements) > 0 {
-			complete, err := l.allExist(ctx, run.replacements)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if complete {
-				for _, n := range run.replacements {
-					run.created[n] = true
-				}
-				l.launching = run
-				l.log.Info("resuming a disruption decision", "reason", run.reason, "nodeclaims", run.candidates, "replacements", run.replacements, "deadline", run.deadline)
-				continue
-			}
-		}
-		errs = append(errs, l.rollback(ctx, run, "the decision was interrupted by a restart"))
-	}
-	return errors.Join(errs...)
-}
+// rollbackPatience is how long past a decision's deadline its rollback
+// keeps trying to delete its replacements before it releases the
+// candidates anyway.
+const rollbackPatience = time.Minute
 
-// allExist reports whether every named NodeClaim exists and is not being
-// deleted.
-func (l *Loop) allExist(ctx context.Context, names []string) (bool, error) {
-	for _, name := range names {
-		nc := &karpv1.NodeClaim{}
-		switch err := l.kube.Get(ctx, client.ObjectKey{Name: name}, nc); {
-		case apierrors.IsNotFound(err):
-			return false, nil
-		case err != nil:
-			return false, fmt.Errorf("reading replacement nodeclaim %s: %w", name, err)
-		case nc.DeletionTimestamp != nil:
-			return false, nil
-		}
+// readReplacement reads a replacement NodeClaim, nil if it is not found.
+// Uncached (when the loop has an uncached reader) if fresh, else a
+// NotFound from the cache is confirmed uncached before it is believed.
+func (l *Loop) readReplacement(ctx context.Context, name string, fresh bool) (*karpv1.NodeClaim, error) {
+	r := client.Reader(l.kube)
+	if fresh {
+		r = l.reader
 	}
-	return true, nil
-}
-
-// recoveredType labels a recovered decision's metrics.
-func recoveredType(run *launching) string {
+	nc := &karpv1.NodeClaim{}
+	err := r.Get(ctx, client.ObjectKey{Name: name}, nc)
+	if apierrors.IsNotFound(err) && !fresh && l.uncached {
+		err = l.reader.Get(ctx, client.ObjectKey{Name: name}, nc)
+	}
 	switch {
-	case run.reason == karpv1.DisruptionReasonEmpty:
-		return metrics.ConsolidationTypeEmpty
-	case run.reason == karpv1.DisruptionReasonDrifted:
-		return ""
-	case len(run.candidates) > 1:
-		return metrics.ConsolidationTypeMulti
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading replacement nodeclaim %s: %w", name, err)
 	}
-	return metrics.ConsolidationTypeSingle
+	return nc, nil
+}
+
+// deleteReplacement deletes a replacement of a decision being rolled back,
+// read uncached: only if it carries ReplacingAnnotation naming the
+// decision's candidates (the decision created it), and only that object
+// (a UID precondition). One the decision did not create is left alone,
+// with an error logged.
+func (l *Loop) deleteReplacement(ctx context.Context, name string, candidates []string) error {
+	nc, err := l.readReplacement(ctx, name, true)
+	if err != nil || nc == nil || nc.DeletionTimestamp != nil {
+		return err
+	}
+	if !replaces(nc, candidates) {
+		l.log.Error(nil, "not deleting a NodeClaim a disruption decision names as its replacement but did not create",
+			"NodeClaim", name, "annotation", ReplacingAnnotation, "value", nc.Annotations[ReplacingAnnotation], "nodeclaims", candidates)
+		return nil
+	}
+	uid := nc.UID
+	if err := client.IgnoreNotFound(l.kube.Delete(ctx, nc, client.Preconditions{UID: &uid})); err != nil {
+		return fmt.Errorf("deleting replacement nodeclaim %s: %w", name, err)
+	}
+	return nil
 }
 
 // sweep removes, as Karpenter does at the start of every pass, the marks
@@ -449,6 +424,11 @@ func (l *Loop) unorphan(ctx context.Context, name string) error {
 // while it waits for the deadline or the replacements.
 const interruptionAnnotation = "nodewright.dev/interruption"
 
+// interruptionReplacementsAnnotation names, on a NodeClaim carrying
+// interruptionAnnotation, the replacement NodeClaims planned for its pods
+// (providers/aws/interruption.AnnotationInterruptionReplacements).
+const interruptionReplacementsAnnotation = "nodewright.dev/interruption-replacements"
+
 // heldElsewhere reports whether another controller's persisted decision
 // holds the NodeClaim's disrupted taint: the sweep leaves it.
 func heldElsewhere(nc *karpv1.NodeClaim) bool {
@@ -471,7 +451,7 @@ func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cand
 // marks stay until the next pass's sweep removes them (or, for a replace
 // decision, until finish retries).
 func (l *Loop) disrupt(ctx context.Context, reason karpv1.DisruptionReason, name string) error {
-	nc, err := l.setReason(ctx, name, reason)
+	nc, err := l.setReason(ctx, name, reason, nil)
 	if nc == nil || err != nil {
 		return err
 	}

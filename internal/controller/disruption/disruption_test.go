@@ -29,7 +29,10 @@ import (
 var epoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 type env struct {
-	kube    client.Client
+	kube client.Client
+	// store is the fake API server itself, read without kube's
+	// interceptors (an uncached reader).
+	store   client.Client
 	clock   *clocktesting.FakeClock
 	cluster *state.Cluster
 }
@@ -64,10 +67,11 @@ func newEnvWith(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) e
 	all := append([]client.Object{np, nc, node}, objs...)
 	builder := fake.NewClientBuilder().WithScheme(s).WithStatusSubresource(&karpv1.NodeClaim{}, &corev1.Pod{}).WithObjects(all...).
 		WithIndex(&corev1.Pod{}, termination.PodNodeNameIndex, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} })
+	store := builder.Build()
+	kube := client.WithWatch(store)
 	if funcs != nil {
-		builder = builder.WithInterceptorFuncs(*funcs)
+		kube = interceptor.NewClient(store, *funcs)
 	}
-	kube := builder.Build()
 	clk := clocktesting.NewFakeClock(epoch)
 	cluster := state.NewCluster(clk)
 	cluster.MarkSynced()
@@ -79,13 +83,13 @@ func newEnvWith(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) e
 			cluster.UpdatePod(p)
 		}
 	}
-	return env{kube: kube, clock: clk, cluster: cluster}
+	return env{kube: kube, store: store, clock: clk, cluster: cluster}
 }
 
 func (e env) claim(t *testing.T) *karpv1.NodeClaim {
 	t.Helper()
 	nc := &karpv1.NodeClaim{}
-	if err := e.kube.Get(context.Background(), client.ObjectKey{Name: "web-1"}, nc); err != nil {
+	if err := e.store.Get(context.Background(), client.ObjectKey{Name: "web-1"}, nc); err != nil {
 		t.Fatal(err)
 	}
 	return nc

@@ -12,16 +12,23 @@
 // (and, for a replace decision, ReplacementsAnnotation naming all of its
 // replacements, chosen by deterministic name), then its node is tainted
 // karpenter.sh/disrupted:NoSchedule, then the replacements are created,
-// and the candidates are deleted only once every replacement exists and is
+// each stamped with ReplacingAnnotation naming its candidates, and the
+// candidates are deleted only once every replacement exists and is
 // Initialized. A replacement that cannot be created is retried until the
 // decision's deadline; one that is gone, or the deadline passing, rolls the
 // decision back (replacements deleted, then the candidates untainted and
-// unmarked). A new Loop (a restart) first finds the decisions written on
-// NodeClaims: it carries on a replace decision whose replacements all
-// exist and rolls back any other. At the start of every pass, marks that no
-// live decision holds are removed (Karpenter does the same), except on
-// NodeClaims or nodes being deleted and on nodes the interruption
-// controller holds. Node taints are written with the node's
-// resourceVersion as a precondition, re-read and retried on a conflict, so
-// another actor's concurrent change is not lost.
+// unmarked; a replacement that cannot be deleted is left as ordinary
+// capacity a minute past the deadline). A new Loop (a restart) first finds
+// the decisions written on NodeClaims: it carries on a replace decision
+// whose replacements all exist and carry its stamp, and rolls back any
+// other. A decision never adopts or deletes a NodeClaim without its stamp:
+// a malformed or foreign name in ReplacementsAnnotation is logged and the
+// decision rolled back without deleting it. At the start of every pass,
+// marks that no live decision holds are removed (Karpenter does the same),
+// except on NodeClaims or nodes being deleted and on nodes the interruption
+// controller holds; the replacements an interrupted NodeClaim waits for
+// are not disrupted. Taints, conditions and annotations are written under
+// an optimistic lock; a conflict backs off and re-reads through the
+// uncached reader (Options.APIReader), so neither another actor's
+// concurrent change nor a lagging cache is lost or looped on.
 package disruption

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,14 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// Policy holds the consolidation safeguards (zero: DefaultPolicy).
 	Policy *disruption.Policy
+	// APIReader, when set, reads straight from the API server (the
+	// manager's GetAPIReader) while the loop's client may read from a
+	// cache that lags the loop's own writes: a write that lost an
+	// optimistic-lock race, or found nothing to do on a cached copy, reads
+	// again through it, and so do the checks that must not be fooled by a
+	// lagging cache (a replacement gone, what a rollback may delete). Nil:
+	// the loop's client is read.
+	APIReader client.Reader
 }
 
 // Defaults for Options left zero.
@@ -54,7 +63,11 @@ type PoolSource interface {
 
 // Loop makes disruption decisions and carries them out.
 type Loop struct {
-	kube     client.Client
+	kube client.Client
+	// reader reads uncached (Options.APIReader, else kube); uncached: it
+	// is not kube.
+	reader   client.Reader
+	uncached bool
 	cluster  *state.Cluster
 	clock    clock.Clock
 	recorder record.EventRecorder
@@ -133,7 +146,12 @@ func NewLoop(kube client.Client, cluster *state.Cluster, clk clock.Clock, record
 	if opts.Policy == nil {
 		opts.Policy = &disruption.DefaultPolicy
 	}
-	return &Loop{kube: kube, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts, told: map[string]toldEvent{}, requests: disruption.NewRequestMemo()}
+	reader := opts.APIReader
+	if reader == nil {
+		reader = kube
+	}
+	return &Loop{kube: kube, reader: reader, uncached: opts.APIReader != nil, cluster: cluster, clock: clk, recorder: recorder, metrics: m, log: log, pools: pools, opts: opts,
+		told: map[string]toldEvent{}, requests: disruption.NewRequestMemo()}
 }
 
 // Runnable runs passes until ctx ends (on the leader only).
@@ -315,13 +333,16 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 			nominatedNode[p.Status.NominatedNodeName] = true
 		}
 	}
+	awaited := interruptionReplacements(inv)
 	var out []disruption.Candidate
 	add := func(nc *karpv1.NodeClaim, node *corev1.Node, pods []*corev1.Pod) {
 		np := inv.NodePools[nc.Labels[karpv1.LabelNodePool]]
 		if np == nil {
 			return
 		}
-		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: targets[nc.Name], PDBs: pdbs}
+		// An interrupted node's pods are planned onto its replacements:
+		// they are as good as nominated there.
+		c := disruption.Candidate{NodeClaim: nc, Node: node, NodePool: np, Pods: pods, Nominated: targets[nc.Name] || awaited[nc.Name], PDBs: pdbs}
 		if node != nil {
 			c.Nominated = c.Nominated || nominatedNode[node.Name] || targets[node.Name]
 		}
@@ -348,6 +369,32 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 		out[i].PoolStarting = starting[out[i].NodePool.Name]
 	}
 	return out, settled, nil
+}
+
+// interruptionReplacements are the NodeClaims named as replacements by
+// an interrupted NodeClaim that still exists (the interruption
+// controller's persisted decision, waiting for them to come up).
+func interruptionReplacements(inv state.Inventory) map[string]bool {
+	out := map[string]bool{}
+	note := func(nc *karpv1.NodeClaim) {
+		if _, ok := nc.Annotations[interruptionAnnotation]; !ok {
+			return
+		}
+		for _, n := range strings.Split(nc.Annotations[interruptionReplacementsAnnotation], ",") {
+			if n != "" {
+				out[n] = true
+			}
+		}
+	}
+	for _, v := range inv.Nodes {
+		if v.Claim != nil {
+			note(v.Claim)
+		}
+	}
+	for _, nc := range inv.Pending {
+		note(nc)
+	}
+	return out
 }
 
 // metricReason is Karpenter's label for a disruption reason.

@@ -222,15 +222,15 @@ func run(t *testing.T, e env, l *Loop, cluster *state.Cluster, steps int, check 
 		if _, err := l.Pass(ctx); err != nil {
 			t.Logf("pass at %s: %v", e.clock.Now().Sub(epoch), err)
 		}
-		syncModel(t, e.kube, cluster)
+		syncModel(t, e.store, cluster)
 		if check != nil {
 			check()
 		}
 		if e.claim(t).DeletionTimestamp != nil {
 			return true
 		}
-		kubelet(t, e.kube)
-		syncModel(t, e.kube, cluster)
+		kubelet(t, e.store)
+		syncModel(t, e.store, cluster)
 		e.clock.Step(5 * time.Second)
 	}
 	return false
