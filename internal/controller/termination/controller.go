@@ -43,11 +43,21 @@ type Controller struct {
 	clock    clock.Clock
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
+	// reader re-reads an object after an optimistic-lock conflict (nil:
+	// kube); see PatchLockedReading.
+	reader client.Reader
 }
 
 // New wires the controller.
 func New(kube client.Client, provider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder, m *metrics.Metrics) *Controller {
 	return &Controller{kube: kube, provider: provider, clock: clk, recorder: recorder, metrics: m}
+}
+
+// WithAPIReader has conflict retries re-read through r (the manager's
+// uncached APIReader) rather than the cache that served the stale copy.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	c.reader = r
+	return c
 }
 
 // IndexFields registers the pod index by node name.
@@ -139,7 +149,7 @@ func (c *Controller) reconcileNodeClaim(ctx context.Context, req reconcile.Reque
 	if done, err := c.terminateInstance(ctx, nc); !done || err != nil {
 		return reconcile.Result{RequeueAfter: 5 * time.Second}, err
 	}
-	if err := PatchLocked(ctx, c.kube, nc, func(nc *karpv1.NodeClaim) bool {
+	if err := PatchLockedReading(ctx, c.kube, c.reader, nc, func(nc *karpv1.NodeClaim) bool {
 		return controllerutil.RemoveFinalizer(nc, karpv1.TerminationFinalizer)
 	}); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer of nodeclaim %s: %w", nc.Name, err))
@@ -242,7 +252,7 @@ func (c *Controller) reconcileNode(ctx context.Context, req reconcile.Request) (
 // keeping every other taint and label, including those another actor
 // writes meanwhile.
 func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
-	err := PatchLocked(ctx, c.kube, node, func(n *corev1.Node) bool {
+	err := PatchLockedReading(ctx, c.kube, c.reader, node, func(n *corev1.Node) bool {
 		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&karpv1.DisruptedNoScheduleTaint) }) &&
 			n.Labels[labelExcludeFromLB] == "karpenter" {
 			return false
@@ -264,7 +274,7 @@ func (c *Controller) cordon(ctx context.Context, node *corev1.Node) error {
 // release removes the node's finalizer; drained says whether it was
 // drained first (a node whose instance vanished is not).
 func (c *Controller) release(ctx context.Context, node *corev1.Node, drained bool) error {
-	if err := PatchLocked(ctx, c.kube, node, func(n *corev1.Node) bool { return controllerutil.RemoveFinalizer(n, karpv1.TerminationFinalizer) }); err != nil {
+	if err := PatchLockedReading(ctx, c.kube, c.reader, node, func(n *corev1.Node) bool { return controllerutil.RemoveFinalizer(n, karpv1.TerminationFinalizer) }); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of node %s: %w", node.Name, err))
 	}
 	c.metrics.NodeTerminated(node, drained, c.clock.Now())
