@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,15 +93,25 @@ func feed(ctx context.Context, informers ctrlcache.Informers, api client.Reader,
 		}
 		handlers = append(handlers, handler)
 	}
-	cluster.SetSyncedFunc(func() bool { return complete(ctx, handlers, api, cluster) })
+	cluster.SetSyncedFunc(func() bool { return complete(ctx, handlers, api, cluster, trigger) })
 	return nil
 }
+
+// missingGrace is how long a NodeClaim or Node the model holds may be
+// missing from the informers' cache before the model forgets it (as
+// Karpenter's state.nodeclaimgc, 15 s): longer than a NodeClaim the
+// provisioner records on create takes to reach the cache, or a delete
+// event its handler.
+const missingGrace = 30 * time.Second
 
 // complete reports whether the model is whole, as Karpenter's
 // cluster.Synced: every handler has been handed its informer's initial
 // list, and every NodeClaim and Node the cache holds has reached the model
-// (a handler may lag behind its cache).
-func complete(ctx context.Context, handlers []cache.ResourceEventHandlerRegistration, api client.Reader, cluster *state.Cluster) bool {
+// (a handler may lag behind its cache). On the way it forgets what the
+// model holds but the cache has not for missingGrace (a delete event that
+// never came), triggering a batch when a NodeClaim goes: its pods need a
+// place again.
+func complete(ctx context.Context, handlers []cache.ResourceEventHandlerRegistration, api client.Reader, cluster *state.Cluster, trigger func()) bool {
 	for _, h := range handlers {
 		if !h.HasSynced() {
 			return false
@@ -121,6 +132,9 @@ func complete(ctx context.Context, handlers []cache.ResourceEventHandlerRegistra
 	nodeNames := make([]string, 0, len(nodes.Items))
 	for i := range nodes.Items {
 		nodeNames = append(nodeNames, nodes.Items[i].Name)
+	}
+	if claims, _ := cluster.ForgetMissing(claimNames, nodeNames, missingGrace); len(claims) > 0 {
+		trigger()
 	}
 	return cluster.HoldsAll(claimNames, nodeNames)
 }

@@ -71,6 +71,15 @@ type Node struct {
 	InFlight bool
 	// MarkedForDeletion nodes take no new pods.
 	MarkedForDeletion bool
+	// Requirements are set for a NodeClaim not launched yet (with InFlight):
+	// its spec.requirements, what its node may turn out to be. A pod goes
+	// onto it when its node affinity is compatible with them (a key the
+	// claim leaves open, such as a zone, is no mismatch), and each pod
+	// placed narrows them for the next: pods needing different zones do not
+	// share it. Its Allocatable is what the claim asked for, which includes
+	// the DaemonSet pods that will run on it; their share stays theirs. A
+	// Session moves no pods onto it.
+	Requirements []karpv1.NodeSelectorRequirementWithMinValues
 }
 
 // NodePool is a NodePool with the instance types it may launch.

@@ -21,6 +21,13 @@ type nodeState struct {
 	ports     []hostPort
 	// gone: a Session took the node away.
 	gone bool
+	// unlaunched: the node is a NodeClaim not launched yet (Node.Requirements
+	// set); reqs is what its node may still turn out to be: the claim's
+	// requirements and labels, narrowed by every pod placed on it. A claim
+	// whose requirements cannot be read takes no pods (invalid).
+	unlaunched bool
+	reqs       requirement.Requirements
+	invalid    error
 }
 
 func (s *solver) prepareNode(n *Node) *nodeState {
@@ -36,6 +43,9 @@ func (s *solver) prepareNode(n *Node) *nodeState {
 			return isEphemeralTaint(t) || slices.ContainsFunc(n.StartupTaints, func(st corev1.Taint) bool { return st.MatchTaint(&t) })
 		})
 	}
+	if len(n.Requirements) > 0 {
+		s.prepareUnlaunched(ns)
+	}
 	return ns
 }
 
@@ -48,13 +58,21 @@ func isEphemeralTaint(t corev1.Taint) bool {
 	return strings.HasPrefix(t.Key, "readiness.k8s.io/")
 }
 
-// fits reports whether the pod can go on the node now.
+// fits reports whether the pod can go on the node now: for a NodeClaim not
+// launched yet, whether its node can still be one the pod accepts.
 func (ns *nodeState) fits(p *podState, preqs requirement.Requirements) bool {
-	if ns.gone || ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) || portsConflict(ns.ports, p.ports) {
+	if ns.gone || ns.invalid != nil || ns.node.MarkedForDeletion || !p.requests.Fits(ns.available) || portsConflict(ns.ports, p.ports) {
 		return false
 	}
 	if _, bad := untolerated(ns.taints, p.tolerations); bad {
 		return false
+	}
+	if ns.unlaunched {
+		// As Karpenter's in-flight nodes: a key the pod constrains must be
+		// one the claim constrains too (or one the pod allows absent), and
+		// the two must intersect. A value the claim leaves open is no
+		// mismatch; placing the pod settles it (admit).
+		return ns.reqs.Compatible(preqs, nil) == nil
 	}
 	return preqs.Matches(ns.node.Labels) == nil
 }

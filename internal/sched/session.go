@@ -191,7 +191,9 @@ func (x *Session) move(ps *podState) bool {
 	for {
 		preqs := ps.requirements()
 		for _, ns := range x.order {
-			if ns.gone || !ns.fits(ps, preqs) || !x.s.nodeAllows(ps, ns.node) {
+			// A NodeClaim not launched yet is no place to move pods to: it may
+			// never come.
+			if ns.gone || ns.unlaunched || !ns.fits(ps, preqs) || !x.s.nodeAllows(ps, ns.node) {
 				continue
 			}
 			x.placeOn(ps, ns)

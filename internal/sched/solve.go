@@ -177,7 +177,20 @@ func knownLabels(in Input) map[string]bool {
 func (s *solver) place(p *podState) bool {
 	preqs := p.requirements()
 	for _, ns := range s.nodes {
-		if ns.fits(p, preqs) && s.nodeAllows(p, ns.node) {
+		if !ns.fits(p, preqs) {
+			continue
+		}
+		if ns.unlaunched {
+			reqs, ok := s.admit(ns, p, preqs)
+			if !ok {
+				continue
+			}
+			ns.reqs = reqs
+			ns.place(p)
+			s.record(p, ns.domainsOf)
+			return true
+		}
+		if s.nodeAllows(p, ns.node) {
 			ns.place(p)
 			s.record(p, func(key string) []string {
 				if d, ok := nodeDomain(ns.node, key); ok {

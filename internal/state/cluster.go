@@ -37,6 +37,10 @@ type Cluster struct {
 	version uint64
 	// sync says whether the model is complete (synced.go).
 	sync syncGate
+	// missingSince: since when each NodeClaim or Node of the model
+	// ("NodeClaim/name", "Node/name") has been missing from the API
+	// (ForgetMissing).
+	missingSince map[string]time.Time
 }
 
 // nomination is a pod's planned place and how long it holds.

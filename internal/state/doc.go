@@ -10,13 +10,17 @@
 // pods a recent decision already planned for (nominations, with an expiry on
 // the injected clock) so a later batch does not buy for them again.
 // NodeClaims not launched yet are offered to provisioning as capacity on
-// its way (Snapshot.Unlaunched), sized by what they asked for, so their
-// pods are not bought for twice even after a restart forgot the
-// nominations.
+// its way (Snapshot.Unlaunched), sized by what they asked for and carrying
+// their requirements, so their pods are not bought for twice even after a
+// restart forgot the nominations or a launch outlasted them. One being
+// deleted takes no pods but still counts toward its pool's limits.
 //
 // The model knows whether it is complete (Synced): a new model is not,
 // until its feed says so (SetSyncedFunc for the informers, MarkSynced for
-// a synchronous or one-off feed); decisions wait for it.
+// a synchronous or one-off feed); decisions wait for it. The feed also
+// forgets NodeClaims and Nodes the API no longer has once they have been
+// missing for a grace (ForgetMissing): a delete event that never came
+// does not hold pods or limits forever.
 //
 // It imports no client-go or controller-runtime: it is fed plain objects and
 // is tested without an API server.

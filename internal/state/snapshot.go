@@ -26,16 +26,19 @@ type Snapshot struct {
 	// Usage is, per NodePool, the capacity of its nodes and launched
 	// NodeClaims, with a "nodes" count.
 	Usage map[string]corev1.ResourceList
-	// Launching are, per NodePool, NodeClaims not launched yet: their
-	// capacity is not known, and a caller counts them by their largest
-	// instance-type option.
+	// Launching are, per NodePool, NodeClaims not launched yet (those being
+	// deleted included: one may own an instance whose launch answer was
+	// lost): their capacity is not known, and a caller counts them by their
+	// largest instance-type option.
 	Launching map[string][]*karpv1.NodeClaim
-	// Unlaunched are those NodeClaims as capacity on its way, for
-	// provisioning (in-flight, after the launched ones): the room each was
-	// sized for (spec.resources.requests, which every instance-type option
-	// holds) with the pods nominated onto it. A pod they take is not bought
-	// for twice, even after a restart forgot the nominations. They are not
-	// in Nodes: disruption never counts on capacity that may not come.
+	// Unlaunched are those NodeClaims (not being deleted) as capacity on
+	// its way, for provisioning (in-flight, after the launched ones): the
+	// room each was sized for (spec.resources.requests, which every
+	// instance-type option holds) with the pods nominated onto it, and its
+	// requirements (sched.Node.Requirements). A pod they take is not
+	// bought for twice, even after a restart forgot the nominations. They
+	// are not in Nodes: disruption never counts on capacity that may not
+	// come.
 	Unlaunched []sched.Node
 	// DaemonSetPods: one pod per DaemonSet, from its template.
 	DaemonSetPods []*corev1.Pod
@@ -108,12 +111,18 @@ func (c *Cluster) Snapshot() Snapshot {
 				Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true, MarkedForDeletion: isDeleting(nil, nc),
 			})
 			addUsage(snap.Usage, pool, nc.Status.Capacity)
-		case nc.DeletionTimestamp == nil && pool != "":
+		case pool != "":
+			// Being deleted, it may still own an instance (a launch whose
+			// answer was lost) until termination is done: limits count it,
+			// but no pod is planned onto it.
 			snap.Launching[pool] = append(snap.Launching[pool], nc)
-			snap.Unlaunched = append(snap.Unlaunched, sched.Node{
-				Name: nc.Name, Labels: sched.InFlightLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Spec.Resources.Requests,
-				Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true,
-			})
+			if nc.DeletionTimestamp == nil {
+				snap.Unlaunched = append(snap.Unlaunched, sched.Node{
+					Name: nc.Name, Labels: sched.InFlightLabels(nc), Taints: nc.Spec.Taints, Allocatable: nc.Spec.Resources.Requests,
+					Pods: bound[nc.Name], NodePool: pool, StartupTaints: nc.Spec.StartupTaints, InFlight: true,
+					Requirements: nc.Spec.Requirements,
+				})
+			}
 		}
 	}
 	for _, nodeName := range sortedKeys(c.nodes, name) {
