@@ -113,17 +113,28 @@ func Interval(round int) time.Duration {
 	return SlowInterval
 }
 
+// After is the wait after round ended with err: a failed round (the cloud
+// List or an API write refused) is tried again at the fast interval rather
+// than leaving a leaked instance running for another slow one.
+func After(round int, err error) time.Duration {
+	if err != nil {
+		return FastInterval
+	}
+	return Interval(round)
+}
+
 // Runnable runs Collect on the leader until ctx ends.
 func (c *Collector) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		for round := 1; ; round++ {
-			if _, err := c.Collect(ctx); err != nil {
+			_, err := c.Collect(ctx)
+			if err != nil {
 				c.log.Error(err, "garbage collection")
 			}
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-c.clock.After(Interval(round)):
+			case <-c.clock.After(After(round, err)):
 			}
 		}
 	})

@@ -2,6 +2,7 @@ package garbagecollection
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +106,28 @@ karpenter_nodeclaims_disrupted_total{capacity_type="",consolidation_policy="",no
 	}
 	if got := names(d.Instances); len(got) != 1 || got[0] != kwok.ProviderIDPrefix+"young" {
 		t.Errorf("second round terminated %v, want the young orphan", got)
+	}
+}
+
+// A round that failed (the cloud's List refused, a delete rejected) is
+// tried again at the fast interval, even late in the process's life when
+// rounds are 2 minutes apart: a leaked instance is not left running for
+// another slow round.
+func TestFailedRoundIsRetriedSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		round int
+		err   error
+		want  time.Duration
+	}{
+		{"early round", 1, nil, FastInterval},
+		{"late round", FastRounds + 5, nil, SlowInterval},
+		{"late round that failed", FastRounds + 5, errors.New("listing instances: throttled"), FastInterval},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := After(tc.round, tc.err); got != tc.want {
+				t.Errorf("After(%d, %v) = %s, want %s", tc.round, tc.err, got, tc.want)
+			}
+		})
 	}
 }
