@@ -12,11 +12,18 @@
 // the seed's manifests are what to apply. `make sandbox` and `make
 // sandbox-down` run these with --state .sandbox (SANDBOX_PROVIDER=aws for
 // the fake AWS).
+//
+// The state directory carries a marker file (.nodewright-sandbox): `up`
+// and `down` delete only a directory holding it (`up` also takes a new or
+// empty one), never the root, the home or current directory or a source
+// tree. The pids file records each process's start time, boot and
+// executable besides its pid, and `down` signals a pid only while all of
+// them still match: a pid the kernel has since given to another process is
+// left alone.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -24,12 +31,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodewright/nodewright/api/crds"
@@ -79,16 +85,16 @@ func fail(err error) {
 
 // up starts the supervisor in the background and waits until it is ready.
 func up(dir, provider string) error {
+	if err := refuseSpecial(dir); err != nil {
+		return err
+	}
 	if pid, ok := running(dir); ok {
 		return fmt.Errorf("a sandbox is already running (pid %d, state %s): run 'make sandbox-down' first", pid, dir)
 	}
 	if os.Getenv(controlplane.EnvBinDir) == "" {
 		return fmt.Errorf("%s is not set: 'make sandbox' builds the control plane and sets it", controlplane.EnvBinDir)
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := prepareStateDir(dir); err != nil {
 		return err
 	}
 	self, err := os.Executable()
@@ -128,7 +134,7 @@ func up(dir, provider string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM) // our own child, not yet reaped: its pid is still its own
 	tail, _ := os.ReadFile(filepath.Join(dir, "sandbox.log"))
 	return fmt.Errorf("the sandbox did not come up in 3 minutes; its log:\n%s", tail)
 }
@@ -142,6 +148,15 @@ const sandboxCluster = "sandbox"
 func serve(dir, provider string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Record this process first, so that `down` can stop a sandbox still
+	// starting, then the control plane's processes as they come.
+	self, err := record(os.Getpid())
+	if err != nil {
+		return err
+	}
+	if err := writeRecords(dir, []procRecord{self}); err != nil {
+		return err
+	}
 	manifests, err := crds.Manifests()
 	if err != nil {
 		return err
@@ -151,11 +166,15 @@ func serve(dir, provider string) error {
 		return err
 	}
 	defer func() { _ = cp.Stop() }()
-	pids := []string{strconv.Itoa(os.Getpid())}
-	for _, p := range cp.Pids() {
-		pids = append(pids, strconv.Itoa(p))
+	recs := []procRecord{self}
+	for _, pid := range cp.Pids() {
+		rec, err := record(pid)
+		if err != nil {
+			return fmt.Errorf("recording the control plane's processes: %w", err)
+		}
+		recs = append(recs, rec)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pids"), []byte(strings.Join(pids, "\n")+"\n"), 0o644); err != nil {
+	if err := writeRecords(dir, recs); err != nil {
 		return err
 	}
 	kubeconfig, err := os.ReadFile(cp.Kubeconfig)
@@ -214,49 +233,18 @@ func logger() logr.Logger { return zap.New(zap.UseDevMode(false)) }
 // down stops the supervisor, which stops the rest, and checks nothing of
 // the sandbox is left running.
 func down(dir string) error {
-	pid, ok := running(dir)
-	if !ok {
-		_ = os.RemoveAll(dir)
-		fmt.Println("no sandbox is running")
-		return nil
-	}
-	raw, _ := os.ReadFile(filepath.Join(dir, "pids"))
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return err
-	}
-	deadline := time.Now().Add(time.Minute)
-	for _, field := range strings.Fields(string(raw)) {
-		p, err := strconv.Atoi(field)
-		if err != nil {
-			continue
-		}
-		for syscall.Kill(p, 0) == nil {
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	fmt.Println("sandbox stopped")
-	return nil
+	return stopper{clock: clock.RealClock{}, grace: time.Minute, poll: 100 * time.Millisecond, out: os.Stdout}.down(dir)
 }
 
-// running reads the supervisor's pid and reports whether it is alive.
+// running reports the supervisor's pid when the state directory records
+// one that is still running.
 func running(dir string) (int, bool) {
-	raw, err := os.ReadFile(filepath.Join(dir, "pids"))
-	if err != nil {
+	recs, err := readRecords(dir)
+	if err != nil || len(recs) == 0 {
 		return 0, false
 	}
-	fields := strings.Fields(string(raw))
-	if len(fields) == 0 {
+	if status, _, _ := check(recs[0]); status != procOurs {
 		return 0, false
 	}
-	pid, err := strconv.Atoi(fields[0])
-	if err != nil || syscall.Kill(pid, 0) != nil {
-		return 0, false
-	}
-	return pid, true
+	return recs[0].pid, true
 }

@@ -249,6 +249,9 @@ func decodeInto[T any](js []byte, tm metav1.TypeMeta, apiVersion string, into *[
 	if err := dec.Decode(obj); err != nil {
 		return err
 	}
+	if err := checkCounts(obj); err != nil {
+		return err
+	}
 	*into = append(*into, obj)
 	return nil
 }

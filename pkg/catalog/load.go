@@ -124,6 +124,11 @@ func (e entry) instanceType() (InstanceType, error) {
 			return InstanceType{}, fmt.Errorf("resources.%s: negative", name)
 		}
 	}
+	for name, q := range e.Allocatable {
+		if q.Sign() < 0 {
+			return InstanceType{}, fmt.Errorf("allocatable.%s: negative", name)
+		}
+	}
 	it := InstanceType{
 		Name:             e.Name,
 		Labels:           make(map[string]string, len(e.Labels)+8),

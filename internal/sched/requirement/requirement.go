@@ -2,6 +2,7 @@ package requirement
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,11 +57,17 @@ func New(key string, op corev1.NodeSelectorOperator, values ...string) (Requirem
 		case corev1.NodeSelectorOpGt:
 			r.gt = &n
 		case karpv1.NodeSelectorOpGte:
+			if n == math.MinInt64 {
+				return Requirement{}, fmt.Errorf("requirement %s %s: value %q: want an integer above the smallest int64", key, op, values[0])
+			}
 			n--
 			r.gt = &n
 		case corev1.NodeSelectorOpLt:
 			r.lt = &n
 		case karpv1.NodeSelectorOpLte:
+			if n == math.MaxInt64 {
+				return Requirement{}, fmt.Errorf("requirement %s %s: value %q: want an integer below the largest int64", key, op, values[0])
+			}
 			n++
 			r.lt = &n
 		}
@@ -184,17 +191,23 @@ func (r *Requirement) settleBounds() {
 	if r.gt == nil || r.lt == nil {
 		return
 	}
-	width := *r.lt - *r.gt - 1 // integers strictly between the bounds
-	if width > int64(len(r.values))+64 {
+	// The integers strictly between the bounds, counted without overflow:
+	// the bounds may be anywhere in int64.
+	var width uint64
+	if *r.lt > *r.gt {
+		width = uint64(*r.lt) - uint64(*r.gt) - 1
+	}
+	if width > uint64(len(r.values))+64 {
 		return // wide enough that exclusions cannot empty it
 	}
 	var accepted []string
-	for n := *r.gt + 1; n < *r.lt; n++ {
-		s := strconv.FormatInt(n, 10)
+	for i := uint64(0); i < width; i++ {
+		s := strconv.FormatInt(*r.gt+1+int64(i), 10)
 		if _, excluded := slices.BinarySearch(r.values, s); !excluded {
 			accepted = append(accepted, s)
 		}
 	}
+	slices.Sort(accepted) // values are searched as strings: "10" sorts before "9"
 	r.complement, r.values, r.gt, r.lt = false, accepted, nil, nil
 }
 

@@ -106,11 +106,23 @@ func (ix *Index) ResourceList(v Vector) corev1.ResourceList {
 	return rl
 }
 
+// maxAmount caps every amount (2^53: 8 PiB of memory, 9 billion cores).
+// Quantity's own conversion wraps or yields 0 beyond int64, so a request
+// of 1e19 bytes would fit any node; capped, it fits none, and sums of a
+// thousand capped amounts still cannot overflow.
+const maxAmount = 1 << 53
+
 func value(name corev1.ResourceName, q resource.Quantity) int64 {
+	scale, factor := resource.Scale(0), 1.0
 	if name == corev1.ResourceCPU {
-		return q.MilliValue()
+		scale, factor = resource.Milli, 1000
 	}
-	return q.Value()
+	if f := q.AsApproximateFloat64() * factor; f >= maxAmount {
+		return maxAmount
+	} else if f <= -maxAmount {
+		return -maxAmount
+	}
+	return min(max(q.ScaledValue(scale), -maxAmount), maxAmount)
 }
 
 // Vector is a resource amount per slot of an Index.

@@ -179,11 +179,18 @@ func readPids(t *testing.T, state string) []int {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One process a line: `PID start=TICKS boot=ID exe="PATH"`.
 	var out []int
-	for _, f := range strings.Fields(string(raw)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			out = append(out, p)
+	for _, line := range strings.Split(string(raw), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
 		}
+		p, err := strconv.Atoi(fields[0])
+		if err != nil {
+			t.Fatalf("pids line %q: %v", line, err)
+		}
+		out = append(out, p)
 	}
 	if len(out) < 5 {
 		t.Fatalf("pids %v: want the supervisor and the control plane's four", out)
