@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help run build test test-unit test-integration verify generate bench crds controlplane tools helm sandbox sandbox-down clean
+.PHONY: help run build test test-unit test-chaos chaos test-integration verify generate bench crds controlplane tools helm sandbox sandbox-down clean
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -15,10 +15,17 @@ run: ## Simulate the embedded quickstart: no cluster, no cloud, a few seconds.
 build: ## Build bin/nodewright.
 	go build -o $(BIN)/nodewright ./cmd/nodewright
 
-test: test-unit test-integration ## Unit and integration tests (builds the control plane on first use).
+test: test-unit test-chaos test-integration ## Unit, chaos and integration tests (builds the control plane on first use).
 
 test-unit: ## Unit tests: no processes, no network.
 	go test $(GOTEST_FLAGS) ./...
+
+test-chaos: ## Chaos test: 200 seeds of examples/chaos with every fault kind injected, 0 invariant violations (~2-3 min on 2 cores).
+	go test -tags chaos -count=1 -timeout 20m -run '^TestChaos$$' $(GOTEST_FLAGS) ./internal/simulator/
+
+CHAOS_SEEDS ?= 2000
+chaos: ## Play examples/chaos for $(CHAOS_SEEDS) seeds with every fault kind; print faults per kind, violations per invariant, wall time.
+	go run ./internal/simulator/cmd/chaos -seeds $(CHAOS_SEEDS)
 
 controlplane: ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
 	@hack/controlplane.sh
@@ -26,6 +33,19 @@ controlplane: ## Build (once, cached) etcd, kube-apiserver, kube-controller-mana
 test-integration: helm ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler).
 	dir="$$(hack/controlplane.sh)"; \
 	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
+
+FUZZTIME ?= 10s
+# package:target pairs; go fuzzes one target of one package per run.
+FUZZ_TARGETS := ./internal/sched/requirement/:FuzzRequirementAlgebra ./internal/sched/resources/:FuzzQuantities \
+	./internal/manifest/:FuzzManifests ./pkg/catalog/:FuzzParse ./internal/simulator/:FuzzScenario \
+	./providers/aws/interruption/:FuzzParseMessage
+.PHONY: fuzz
+fuzz: ## Run each native Go fuzz target for $(FUZZTIME) (e.g. FUZZTIME=60s); a crasher lands in its package's testdata/fuzz.
+	@for t in $(FUZZ_TARGETS); do \
+		pkg="$${t%%:*}" name="$${t##*:}"; \
+		echo "--- $$name ($$pkg, $(FUZZTIME))"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+	done
 
 SANDBOX_PROVIDER ?= kwok
 sandbox: ## Start a local sandbox: control plane, CRDs, Nodewright (kwok; SANDBOX_PROVIDER=aws: the fake AWS); prints what to run next.

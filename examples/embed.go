@@ -6,8 +6,13 @@ import "embed"
 
 // FS holds every example directory.
 //
-//go:embed quickstart seed daily
+//go:embed quickstart seed daily chaos
 var FS embed.FS
 
 // Quickstart is the scenario `nodewright simulate` runs without arguments.
 const Quickstart = "quickstart/scenario.yaml"
+
+// Chaos is the mixed day the chaos runs play (`make chaos`, the chaos
+// test): every fault kind on top of scale-ups and downs, drift, expiry,
+// consolidation and interruptions.
+const Chaos = "chaos/scenario.yaml"

@@ -59,11 +59,22 @@ type Components struct {
 
 // Dependencies are what the components act through.
 type Dependencies struct {
-	Kube     client.Client
-	Recorder record.EventRecorder
+	Kube client.Client
+	// APIReader, when set, reads the API server uncached (the manager's
+	// APIReader), where a lagging cache would mislead a controller.
+	APIReader client.Reader
+	Recorder  record.EventRecorder
 	// Metrics and CloudProviderMetrics may be nil: nothing is recorded.
 	Metrics              *metrics.Metrics
 	CloudProviderMetrics *cpmetrics.Metrics
+	// Cloud, when set, is the client the kwok provider and its kubelet
+	// write through instead of Kube: they play the cloud and the nodes'
+	// kubelets, not Nodewright (the simulator injects API faults into
+	// Nodewright's writes only).
+	Cloud client.Client
+	// WrapProvider, when set, wraps the cloud provider the controllers use
+	// (the simulator injects cloud faults through it).
+	WrapProvider func(cloudprovider.CloudProvider) cloudprovider.CloudProvider
 }
 
 // IndexFields registers the field indexes the controllers look objects up
@@ -80,7 +91,11 @@ func IndexFields(ctx context.Context, indexer client.FieldIndexer) error {
 // Build wires the components from conf (conf.Clock must be set).
 func Build(conf Config, deps Dependencies) (*Components, error) {
 	kube, clk, m := deps.Kube, conf.Clock, deps.Metrics
-	kwokProvider := kwok.New(kube, conf.InstanceTypes)
+	cloudKube := deps.Cloud
+	if cloudKube == nil {
+		cloudKube = kube
+	}
+	kwokProvider := kwok.New(cloudKube, conf.InstanceTypes)
 	for _, o := range conf.KWOKRefusedOfferings {
 		kwokProvider.RefuseOffering(o)
 	}
@@ -108,6 +123,9 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	default:
 		return nil, fmt.Errorf("cloud provider %q: want kwok or aws", conf.CloudProvider)
 	}
+	if deps.WrapProvider != nil {
+		provider = deps.WrapProvider(provider)
+	}
 	if deps.CloudProviderMetrics != nil {
 		provider = deps.CloudProviderMetrics.Decorate(provider)
 	}
@@ -119,16 +137,16 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	c.Controllers = append(c.Controllers, hinter.Controllers()...)
 	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
-	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).Controllers()...)
+	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).WithAPIReader(deps.APIReader).Controllers()...)
 	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, provider, cluster, clk, deps.Recorder, m).Controllers()...)
 	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
 		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
 	})
 	policy := pdisruption.DefaultPolicy
 	policy.SpotToSpot = conf.SpotToSpotConsolidation
-	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy})
+	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy, APIReader: deps.APIReader})
 	if conf.KWOKKubelet {
-		c.Controllers = append(c.Controllers, kwok.NewKubelet(kube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat,
+		c.Controllers = append(c.Controllers, kwok.NewKubelet(cloudKube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat,
 			ProviderIDPrefixes: conf.KWOKKubeletProviderIDPrefixes}).Controllers()...)
 	}
 	orphanAge := conf.OrphanInstanceAge
@@ -139,18 +157,18 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
 	if queue != nil {
 		c.Interruption = interruption.New(kube, queue, replacer{c.Provisioner}, unavailable, deps.Recorder, m, clk, conf.Logger.WithName("interruption"),
-			interruption.Options{Queue: conf.AWS.InterruptionQueue, ShortPoll: conf.AWS.ShortPoll})
+			interruption.Options{Queue: conf.AWS.InterruptionQueue, ShortPoll: conf.AWS.ShortPoll}).WithAPIReader(deps.APIReader)
 	}
 	return c, nil
 }
 
 // replacer adapts the provisioner to the interruption controller: a
-// launch under way means "try again".
+// cluster model not synced yet means "try again".
 type replacer struct{ p *provisioning.Provisioner }
 
 func (r replacer) ProvisionFor(ctx context.Context, node string, pods []*corev1.Pod) ([]*karpv1.NodeClaim, error) {
 	out, err := r.p.ProvisionFor(ctx, node, pods)
-	if errors.Is(err, provisioning.ErrLaunching) {
+	if errors.Is(err, provisioning.ErrNotSynced) {
 		return nil, fmt.Errorf("%w: %w", interruption.ErrTryAgain, err)
 	}
 	return out, err

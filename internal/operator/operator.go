@@ -137,7 +137,7 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 			return err
 		}
 	}
-	c, err := Build(conf, Dependencies{Kube: mgr.GetClient(), Recorder: mgr.GetEventRecorderFor("karpenter"), Metrics: m, CloudProviderMetrics: cpm})
+	c, err := Build(conf, Dependencies{Kube: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor("karpenter"), Metrics: m, CloudProviderMetrics: cpm})
 	if err != nil {
 		return err
 	}

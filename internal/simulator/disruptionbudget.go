@@ -19,15 +19,17 @@ import (
 // disruption controller keeping budgets current: refused with 429 when a
 // PodDisruptionBudget selecting a healthy pod allows no more disruption.
 func (e *Engine) evictionAllowed(ctx context.Context, obj client.Object) error {
-	pod := &corev1.Pod{}
-	if err := e.store.Get(ctx, client.ObjectKeyFromObject(obj), pod); err != nil {
-		return err
+	// Read only: the stored pod and budgets themselves, not copies (a
+	// blocked drain asks again every second).
+	pod := e.store.storedPod(client.ObjectKeyFromObject(obj))
+	if pod == nil {
+		return apierrors.NewNotFound(corev1.Resource("pods"), obj.GetName())
 	}
 	if !healthy(pod) {
 		return nil // an unhealthy pod does not count against a budget
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
-	if err := e.store.List(ctx, &pdbs, client.InNamespace(pod.Namespace)); err != nil {
+	if err := e.store.List(ctx, &pdbs, client.InNamespace(pod.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	for i := range pdbs.Items {
@@ -37,45 +39,56 @@ func (e *Engine) evictionAllowed(ctx context.Context, obj client.Object) error {
 		if err != nil || !selector.Matches(labels.Set(pod.Labels)) {
 			continue
 		}
-		var pods corev1.PodList
-		if err := e.store.List(ctx, &pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
-			return err
-		}
-		expected, up := 0, 0
-		scales := map[types.UID]int{}
-		for j := range pods.Items {
-			p := &pods.Items[j]
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-				continue
-			}
-			if healthy(p) {
-				up++
-			}
-			// As the disruption controller: the expected count is the
-			// owners' scale (a pod just evicted is still expected), else
-			// the pods themselves.
-			if ref := metav1.GetControllerOf(p); ref != nil {
-				if _, seen := scales[ref.UID]; !seen {
-					scales[ref.UID] = e.scaleOf(ctx, p.Namespace, ref)
-				}
-				if scales[ref.UID] >= 0 {
-					continue
-				}
-			}
-			expected++
-		}
-		for _, n := range scales {
-			expected += max(n, 0)
-		}
-		desired, err := desiredHealthy(pdb, expected)
+		up, desired, err := e.pdbHealth(ctx, pdb, selector)
 		if err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("poddisruptionbudget %s/%s: %v", pdb.Namespace, pdb.Name, err))
+			return err
 		}
 		if up-1 < desired {
 			return apierrors.NewTooManyRequests(fmt.Sprintf("Cannot evict pod as it would violate the pod's disruption budget %s (%d healthy, %d needed).", pdb.Name, up, desired), 10)
 		}
 	}
 	return nil
+}
+
+// pdbHealth counts a budget's healthy pods (up) and how many it keeps up
+// (desired), as the disruption controller keeps its status.
+func (e *Engine) pdbHealth(ctx context.Context, pdb *policyv1.PodDisruptionBudget, selector labels.Selector) (up, desired int, err error) {
+	var pods corev1.PodList
+	// Read only: the stored pods themselves, not copies.
+	if err := e.store.List(ctx, &pods, client.InNamespace(pdb.Namespace), client.MatchingLabelsSelector{Selector: selector}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, 0, err
+	}
+	expected := 0
+	scales := map[types.UID]int{}
+	for j := range pods.Items {
+		p := &pods.Items[j]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if healthy(p) {
+			up++
+		}
+		// As the disruption controller: the expected count is the
+		// owners' scale (a pod just evicted is still expected), else
+		// the pods themselves.
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			if _, seen := scales[ref.UID]; !seen {
+				scales[ref.UID] = e.scaleOf(ctx, p.Namespace, ref)
+			}
+			if scales[ref.UID] >= 0 {
+				continue
+			}
+		}
+		expected++
+	}
+	for _, n := range scales {
+		expected += max(n, 0)
+	}
+	desired, err = desiredHealthy(pdb, expected)
+	if err != nil {
+		return 0, 0, apierrors.NewBadRequest(fmt.Sprintf("poddisruptionbudget %s/%s: %v", pdb.Namespace, pdb.Name, err))
+	}
+	return up, desired, nil
 }
 
 // scaleOf is the replicas of a pod's controller, or -1 when it has none.

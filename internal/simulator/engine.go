@@ -48,6 +48,11 @@ type Options struct {
 	// ClusterName is the aws fake account's karpenter.sh/discovery tag
 	// and interruption queue (default "demo").
 	ClusterName string
+	// Replay is the command that replays this run, printed with each
+	// invariant violation (default: the seed).
+	Replay string
+	// Faults to inject (nil: none), drawn from Seed; see Faults.
+	Faults *Faults
 }
 
 // Defaults for Options left zero.
@@ -90,6 +95,16 @@ type Engine struct {
 	nextInterruption time.Time
 	report           *recorder
 	errs             []error
+	// nodewright is the range of controllers that are Nodewright's
+	// (components.Controllers), rebuilt by a simulated restart.
+	nodewright [2]int
+	// inv checks the invariants as the simulation runs; actor is who is
+	// writing now (a controller's name, see actor* constants), for it.
+	inv   *checker
+	actor string
+	// chaos is the fault injection (nil without Options.Faults); see
+	// chaos.go.
+	chaos *chaos
 }
 
 // New builds an engine: an empty cluster with the controllers running.
@@ -131,6 +146,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e.report = newRecorder(e, opts.InstanceTypes)
+	e.inv = newChecker(e)
 	conf := operator.Config{
 		CloudProvider: "kwok", InstanceTypes: opts.InstanceTypes, KWOKKubelet: true, RegistrationDelay: opts.BootDelay, KWOKServesEC2NodeClasses: true,
 		KWOKHeartbeat: time.Hour, // heartbeats change nothing here but cost a write each
@@ -154,21 +170,33 @@ func New(opts Options) (*Engine, error) {
 	default:
 		return nil, fmt.Errorf("cloud provider %q: want kwok or aws", opts.CloudProvider)
 	}
-	e.components, err = operator.Build(conf, operator.Dependencies{Kube: e.store, Recorder: e.report})
+	deps := operator.Dependencies{Kube: e.store, Recorder: e.report}
+	if opts.Faults != nil {
+		deps = e.withFaults(conf, deps)
+	}
+	e.components, err = operator.Build(conf, deps)
+	if err == nil && e.chaos != nil {
+		err = e.chaos.in.err
+	}
 	if err != nil {
 		return nil, err
 	}
+	// The store is empty and hands every write to the model as it happens
+	// (changed): the model is complete from here on.
+	e.components.Cluster.MarkSynced()
 	if machines != nil {
 		e.controllers = append(e.controllers, machines.Controllers()...)
 	}
+	e.nodewright = [2]int{len(e.controllers), len(e.controllers) + len(e.components.Controllers)}
 	e.controllers = append(e.controllers, e.components.Controllers...)
 	e.controllers = append(e.controllers, workloadControllers(e)...)
 	e.store.changed = e.changed
-	e.store.evictionAllowed = e.evictionAllowed
+	e.store.evictionAllowed = e.admitEviction
 	e.nextGC = opts.Start.Add(garbagecollection.Interval(0))
 	e.nextResync = opts.Start.Add(provisioning.ResyncInterval)
 	e.nextDisruption = opts.Start.Add(cdisruption.DefaultInterval)
 	e.nextInterruption = opts.Start.Add(interruptionPoll)
+	e.scheduleFaults()
 	return e, nil
 }
 
@@ -214,6 +242,7 @@ func (e *Engine) changed(obj client.Object, deleted bool) {
 		}
 	}
 	e.report.changed(obj, deleted)
+	e.inv.observe(obj, deleted)
 }
 
 // attempted: kube-scheduler has tried to place the pod already.
@@ -236,18 +265,34 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		now := e.clock.Now()
 		if closeAt, open := e.components.Batcher.CloseAt(); open && !closeAt.After(now) {
 			e.components.Batcher.Close()
-			if _, err := e.components.Provisioner.Provision(ctx); err != nil {
+			e.actor = actorProvisioning
+			_, err := e.components.Provisioner.Provision(ctx)
+			e.actor = ""
+			if err != nil {
 				e.errs = append(e.errs, fmt.Errorf("%s: provisioning: %w", e.offset(), err))
+			}
+			if err := e.recover(ctx); err != nil {
+				return nil, err
 			}
 			continue
 		}
 		if e.scheduleDue {
 			e.scheduleDue = false
-			if err := e.schedule(ctx); err != nil {
+			e.actor = actorKubeScheduler
+			err := e.schedule(ctx)
+			e.actor = ""
+			if err != nil {
 				return nil, err
 			}
 			continue
 		}
+		if crashed, err := e.crashPending(ctx); err != nil || crashed {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		e.inv.settled(ctx, now)
 		e.report.sample(now)
 		next := e.nextGC
 		if e.nextResync.Before(next) {
@@ -275,29 +320,51 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		for _, t := range e.timers.due(next) {
 			if t.work != nil {
 				e.queue.add(*t.work)
-			} else if err := t.action(); err != nil {
+				continue
+			}
+			e.actor = actorScenario
+			err := t.action()
+			e.actor = ""
+			if err != nil {
 				return nil, err
 			}
 		}
 		if !next.Before(e.nextGC) {
 			e.gcRound++
-			if _, err := e.components.GarbageCollector.Collect(ctx); err != nil {
+			e.actor = actorGarbageCollection
+			_, err := e.components.GarbageCollector.Collect(ctx)
+			e.actor = ""
+			if err != nil {
 				e.errs = append(e.errs, err)
 			}
-			e.nextGC = next.Add(garbagecollection.Interval(e.gcRound))
+			e.nextGC = next.Add(garbagecollection.After(e.gcRound, err))
+			if err := e.recover(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if !next.Before(e.nextDisruption) {
+			e.actor = actorDisruption
 			wait, err := e.components.Disruption.Pass(ctx)
+			e.actor = ""
 			if err != nil {
 				e.errs = append(e.errs, fmt.Errorf("%s: disruption: %w", e.offset(), err))
 			}
 			e.nextDisruption = next.Add(wait)
+			if err := e.recover(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if e.components.Interruption != nil && !next.Before(e.nextInterruption) {
-			if err := e.components.Interruption.PollOnce(ctx); err != nil {
+			e.actor = actorInterruption
+			err := e.components.Interruption.PollOnce(ctx)
+			e.actor = ""
+			if err != nil {
 				e.errs = append(e.errs, fmt.Errorf("%s: interruption: %w", e.offset(), err))
 			}
 			e.nextInterruption = next.Add(interruptionPoll)
+			if err := e.recover(ctx); err != nil {
+				return nil, err
+			}
 		}
 		if !next.Before(e.nextResync) {
 			if e.components.Cluster.AnyProvisionable() {
@@ -310,8 +377,12 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		}
 	}
 	e.clock.SetTime(end)
+	e.inv.settled(ctx, end)
 	e.report.sample(end)
-	return e.report.finish(end, e.errs), nil
+	rep := e.report.finish(end, e.errs)
+	rep.Faults = e.faultCounts()
+	rep.Violations = e.inv.finish(ctx, end)
+	return rep, nil
 }
 
 // drain runs every queued reconcile at the current instant.
@@ -322,7 +393,12 @@ func (e *Engine) drain(ctx context.Context) error {
 		}
 		w, _ := e.queue.pop()
 		c := e.controllers[w.controller]
+		if e.stopped(ctx, c.Name, w.req) {
+			continue // a kubelet that a fault stopped
+		}
+		e.actor = c.Name
 		res, err := c.Reconciler.Reconcile(ctx, w.req)
+		e.actor = ""
 		switch {
 		case err != nil:
 			if !errors.Is(err, context.Canceled) {
@@ -333,6 +409,9 @@ func (e *Engine) drain(ctx context.Context) error {
 			e.timers.add(e.clock.Now().Add(res.RequeueAfter), &w, nil)
 		case res.Requeue: //nolint:staticcheck // controllers may still ask for it
 			e.timers.add(e.clock.Now().Add(10*time.Millisecond), &w, nil)
+		}
+		if err := e.recover(ctx); err != nil {
+			return err
 		}
 	}
 	return nil

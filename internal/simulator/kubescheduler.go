@@ -13,6 +13,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // schedule plays kube-scheduler once: pending pods are placed on the nodes
@@ -53,6 +54,16 @@ func (e *Engine) schedule(ctx context.Context) error {
 	}
 	slices.Sort(order)
 
+	// A nomination to a node that no longer exists fails at once and
+	// kube-scheduler drops it (Nodewright clears the ones it set when the
+	// node goes, but not after a restart, or when its write failed).
+	for _, p := range pending {
+		if name := p.Status.NominatedNodeName; name != "" && !slices.ContainsFunc(inv.Nodes, func(v state.NodeView) bool { return v.Node.Name == name }) {
+			if err := e.dropNomination(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
 	// A nominated pod holds its room; it is tried on its node first.
 	nominated := map[string][]*corev1.Pod{}
 	var rest []*corev1.Pod
@@ -128,6 +139,17 @@ func (e *Engine) bind(ctx context.Context, p *corev1.Pod, node string) error {
 	setScheduled(pod, corev1.ConditionTrue, "", "", e.clock.Now())
 	if err := e.store.Status().Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("emulated kube-scheduler: binding pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// dropNomination clears a pod's nominated node.
+func (e *Engine) dropNomination(ctx context.Context, p *corev1.Pod) error {
+	pod := p.DeepCopy()
+	patch := client.MergeFrom(pod.DeepCopy())
+	pod.Status.NominatedNodeName = ""
+	if err := e.store.Status().Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("emulated kube-scheduler: clearing the nominated node of pod %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return nil
 }

@@ -42,6 +42,8 @@ func (e Entry) describe() string {
 		return fmt.Sprintf("pods bound     %d to %s", e.Pods, e.Node)
 	case EntryUnschedulable:
 		return fmt.Sprintf("unschedulable  %d pod(s): %s", e.Pods, e.Message)
+	case EntryFault:
+		return strings.TrimSpace(fmt.Sprintf("fault          %s %s", e.Reason, e.Node)) + ": " + e.Message
 	case EntryTerminated:
 		return fmt.Sprintf("terminated     nodeclaim %s (%s) %s %s: %s", e.NodeClaim, e.NodePool, e.InstanceType, e.CapacityType, e.Reason)
 	}
@@ -73,7 +75,14 @@ func (r *Report) WriteSummary(w io.Writer, took time.Duration) error {
 	if len(r.Errors) > 0 {
 		fmt.Fprintf(w, "  errors       %d (controllers retried); first: %s\n", len(r.Errors), r.Errors[0])
 	}
-	return nil
+	if len(r.Faults) > 0 {
+		var faults []string
+		for _, kind := range slices.Sorted(maps.Keys(r.Faults)) {
+			faults = append(faults, fmt.Sprintf("%s %d", kind, r.Faults[kind]))
+		}
+		fmt.Fprintf(w, "  faults       %s\n", strings.Join(faults, ", "))
+	}
+	return r.writeViolations(w)
 }
 
 func seconds(s float64) time.Duration {

@@ -85,6 +85,11 @@ func newRecorder(e *Engine, instanceTypes []catalog.InstanceType) *recorder {
 
 func (r *recorder) at() Duration { return Duration(r.engine.clock.Now().Sub(r.start)) }
 
+// fault notes an injected fault on the timeline.
+func (r *recorder) fault(kind, node, message string) {
+	r.timeline = append(r.timeline, Entry{At: r.at(), Kind: EntryFault, Reason: kind, Node: node, Message: message})
+}
+
 // Step notes a scenario step on the timeline.
 func (r *recorder) step(message string) {
 	r.timeline = append(r.timeline, Entry{At: r.at(), Kind: EntryStep, Message: message})
@@ -268,7 +273,11 @@ func (r *recorder) progress(now time.Time) Progress {
 
 func (r *recorder) reconcileError(controller string, req reconcile.Request, err error) {
 	if len(r.errs) < 100 {
-		r.errs = append(r.errs, fmt.Sprintf("%s: %s %s: %v", time.Duration(r.at()), controller, req.String(), err))
+		// The lines of a joined error are sorted: a controller that loops
+		// over a map joins them in an order Go randomises.
+		lines := strings.Split(err.Error(), "\n")
+		slices.Sort(lines)
+		r.errs = append(r.errs, fmt.Sprintf("%s: %s %s: %s", time.Duration(r.at()), controller, req.String(), strings.Join(lines, "\n")))
 	}
 }
 

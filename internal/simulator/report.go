@@ -17,6 +17,11 @@ type Report struct {
 	Samples  []Sample  `json:"samples"`
 	// Errors the controllers returned (they retry, as live).
 	Errors []string `json:"errors,omitempty"`
+	// Violations are the invariants found broken (see invariants.go), in
+	// the order found; empty when every invariant held.
+	Violations []Violation `json:"violations"`
+	// Faults injected, by kind (see Faults); absent without faults.
+	Faults map[string]int `json:"faults,omitempty"`
 }
 
 // Summary sums a simulation up.
@@ -66,6 +71,7 @@ const (
 	EntryBound         = "bound"         // pods bound to a node
 	EntryUnschedulable = "unschedulable" // pods Nodewright found no place for
 	EntryTerminated    = "terminated"    // a NodeClaim is gone
+	EntryFault         = "fault"         // a fault was injected (crash, node failure, interruption)
 )
 
 // Sample is the cluster at one moment.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/manifest"
+	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 // ScenarioKind and ScenarioAPIVersion identify a scenario document.
@@ -46,6 +47,12 @@ type ScenarioSpec struct {
 	// applied at the start.
 	Manifests []string `json:"manifests,omitempty"`
 	Steps     []Step   `json:"steps,omitempty"`
+	// Faults injected during the run (see Faults); `nodewright simulate
+	// --chaos` fills in the kinds left out.
+	Faults *Faults `json:"faults,omitempty"`
+	// InstanceTypes, when set, are the only instance types of the catalog
+	// the simulated cloud sells (a small cloud simulates faster).
+	InstanceTypes []string `json:"instanceTypes,omitempty"`
 }
 
 // Step is one action at an offset from the start. Exactly one action is
@@ -137,6 +144,24 @@ type Input struct {
 	StepManifests map[int]*manifest.Set
 	// Source names where the scenario came from, for messages.
 	Source string
+}
+
+// Catalog is the part of types the scenario's cloud sells: those
+// spec.instanceTypes names, else all of them.
+func (in *Input) Catalog(types []catalog.InstanceType) ([]catalog.InstanceType, error) {
+	names := in.Scenario.Spec.InstanceTypes
+	if len(names) == 0 {
+		return types, nil
+	}
+	var out []catalog.InstanceType
+	for i, name := range names {
+		j := slices.IndexFunc(types, func(it catalog.InstanceType) bool { return it.Name == name })
+		if j < 0 {
+			return nil, fmt.Errorf("%s: spec.instanceTypes[%d]: %q is not in the catalog", in.Source, i, name)
+		}
+		out = append(out, types[j])
+	}
+	return out, nil
 }
 
 // Load reads paths: scenario files (kind Scenario) and plain manifests
@@ -263,6 +288,9 @@ func parseScenario(source string, data []byte, s *Scenario) error {
 		return fmt.Errorf("%s: apiVersion %q: want %s", source, s.APIVersion, ScenarioAPIVersion)
 	}
 	var errs []error
+	if err := s.Spec.Faults.validate("spec.faults"); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", source, err))
+	}
 	for i, step := range s.Spec.Steps {
 		if err := step.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: spec.steps[%d] (at %s): %w", source, i, time.Duration(step.At), err))

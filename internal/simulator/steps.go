@@ -121,32 +121,7 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 			return err
 		}
 		e.report.step(fmt.Sprintf("interrupt %d spot node(s)", len(nodes)))
-		var claims karpv1.NodeClaimList
-		if err := kube.List(ctx, &claims); err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if e.aws != nil {
-				// The fake AWS sends the warning; Nodewright's interruption
-				// controller handles it.
-				if err := e.aws.Send(e.opts.ClusterName, "spot-interruption", n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]); err != nil {
-					return fmt.Errorf("interrupting node %s: %w", n.Name, err)
-				}
-				continue
-			}
-			for i := range claims.Items {
-				nc := &claims.Items[i]
-				if nc.Status.NodeName != n.Name || nc.DeletionTimestamp != nil {
-					continue
-				}
-				if info := e.report.claims[nc.Name]; info != nil {
-					info.reason = ReasonInterrupted
-				}
-				if err := kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-					return fmt.Errorf("interrupting nodeclaim %s: %w", nc.Name, err)
-				}
-			}
-		}
+		return e.interrupt(ctx, nodes)
 	case s.InsufficientCapacity != nil:
 		offerings := e.offerings(*s.InsufficientCapacity)
 		if len(offerings) == 0 {
@@ -155,6 +130,7 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 		e.report.step(fmt.Sprintf("%d offering(s) of %s out of capacity", len(offerings), s.InsufficientCapacity.InstanceType))
 		for _, o := range offerings {
 			e.components.KWOK.RefuseOffering(o)
+			e.refuse(o, true)
 			if e.aws != nil {
 				e.aws.InsufficientCapacity(o.InstanceType, o.Zone, o.CapacityType, true)
 			}
@@ -164,6 +140,7 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 		e.report.step(fmt.Sprintf("%d offering(s) of %s have capacity again", len(offerings), s.RestoreCapacity.InstanceType))
 		for _, o := range offerings {
 			e.components.KWOK.AllowOffering(o)
+			e.refuse(o, false)
 			if e.aws != nil {
 				e.aws.InsufficientCapacity(o.InstanceType, o.Zone, o.CapacityType, false)
 			}
@@ -173,6 +150,38 @@ func (e *Engine) run(ctx context.Context, s Step, manifests *manifest.Set) error
 		e.report.step("patch nodepool " + s.PatchNodePool.Name)
 		if err := kube.Patch(ctx, np, client.RawPatch(types.MergePatchType, s.PatchNodePool.Patch)); err != nil {
 			return fmt.Errorf("patching nodepool %s: %w", s.PatchNodePool.Name, err)
+		}
+	}
+	return nil
+}
+
+// interrupt reclaims spot nodes: with aws the fake AWS sends the warning
+// and Nodewright's interruption controller handles it; with kwok their
+// NodeClaims are deleted, as Karpenter does on the notice.
+func (e *Engine) interrupt(ctx context.Context, nodes []*corev1.Node) error {
+	kube := e.store
+	var claims karpv1.NodeClaimList
+	if err := kube.List(ctx, &claims); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if e.aws != nil {
+			if err := e.aws.Send(e.opts.ClusterName, "spot-interruption", n.Spec.ProviderID[strings.LastIndex(n.Spec.ProviderID, "/")+1:]); err != nil {
+				return fmt.Errorf("interrupting node %s: %w", n.Name, err)
+			}
+			continue
+		}
+		for i := range claims.Items {
+			nc := &claims.Items[i]
+			if nc.Status.NodeName != n.Name || nc.DeletionTimestamp != nil {
+				continue
+			}
+			if info := e.report.claims[nc.Name]; info != nil {
+				info.reason = ReasonInterrupted
+			}
+			if err := kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("interrupting nodeclaim %s: %w", nc.Name, err)
+			}
 		}
 	}
 	return nil
