@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nodewright/nodewright/internal/controller/watch"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -112,6 +114,9 @@ func (c *Controller) withdraw(ctx context.Context, claim string) error {
 		}
 	}
 	c.mu.Unlock()
+	// Map order is random: patch in a fixed order so a run (and the
+	// simulator's seeded faults on it) replays the same way.
+	slices.SortFunc(mine, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	var errs []error
 	for _, key := range mine {
 		if c.cluster.NominationOf(key.Namespace, key.Name) == claim {
