@@ -18,7 +18,6 @@ import (
 	"github.com/go-logr/logr/testr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -87,7 +86,7 @@ func startWith(t *testing.T, configure func(*operator.Config)) *cloud {
 			}
 		}
 		endpoint.Close()
-		cleanup(t, kube)
+		controlplane.Cleanup(t, kube, &appsv1.DeploymentList{}, &corev1.PodList{}, &karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{})
 	})
 	return &cloud{fake: server, kube: kube}
 }
@@ -127,37 +126,5 @@ func waitFor(ctx context.Context, t *testing.T, timeout time.Duration, what stri
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, cond); err != nil {
 		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// cleanup removes what a test made, finalizers and all, so the next test
-// (with its own fake AWS) starts from an empty cluster.
-func cleanup(t *testing.T, kube client.Client) {
-	t.Helper()
-	ctx := context.Background()
-	lists := []client.ObjectList{&appsv1.DeploymentList{}, &corev1.PodList{}, &karpv1.NodeClaimList{}, &corev1.NodeList{}, &karpv1.NodePoolList{}, &awsv1.EC2NodeClassList{}}
-	for _, list := range lists {
-		if err := kube.List(ctx, list); err != nil {
-			t.Errorf("cleanup: %v", err)
-			continue
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			continue
-		}
-		for _, item := range items {
-			obj := item.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-				obj.SetFinalizers(nil)
-				if err := kube.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
-					t.Errorf("cleanup: %v", err)
-				}
-			}
-			if err := kube.Delete(ctx, obj, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
 	}
 }

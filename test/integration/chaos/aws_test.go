@@ -22,6 +22,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/providers/aws/fake"
+	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
 const (
@@ -57,8 +58,8 @@ func TestControllerKilledDuringLaunchesWithLostResponsesAWS(t *testing.T) {
 	seed := chaosSeed(t)
 	kube := adminClient(t)
 	t.Cleanup(func() {
-		cleanup(t, kube, managedLists()...)
-		cleanup(t, kube, &awsv1.EC2NodeClassList{})
+		controlplane.Cleanup(t, kube, managedLists()...)
+		controlplane.Cleanup(t, kube, &awsv1.EC2NodeClassList{})
 	})
 
 	fakeAWS := startChild(t, "fake-aws", nodewrightBin, "fake-aws", "--cluster-name", awsCluster, "--kubeconfig", cp.Kubeconfig, "--listen", "127.0.0.1:0",

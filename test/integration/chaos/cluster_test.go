@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -80,37 +79,6 @@ func scale(ctx context.Context, t *testing.T, kube client.Client, name string, r
 	})
 	if err != nil {
 		t.Fatalf("scaling deployment %s to %d: %v", name, replicas, err)
-	}
-}
-
-// cleanup removes what a test made, finalizers and all, so the next test
-// starts from an empty cluster. The controllers must be stopped first.
-func cleanup(t *testing.T, kube client.Client, lists ...client.ObjectList) {
-	t.Helper()
-	ctx := context.Background()
-	for _, list := range lists {
-		if err := kube.List(ctx, list); err != nil {
-			t.Errorf("cleanup: %v", err)
-			continue
-		}
-		items, err := meta.ExtractList(list)
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			continue
-		}
-		for _, item := range items {
-			obj := item.(client.Object)
-			if len(obj.GetFinalizers()) > 0 {
-				patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-				obj.SetFinalizers(nil)
-				if err := kube.Patch(ctx, obj, patch); client.IgnoreNotFound(err) != nil {
-					t.Errorf("cleanup: %v", err)
-				}
-			}
-			if err := kube.Delete(ctx, obj, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
 const (
@@ -53,7 +54,7 @@ func TestControllerKilledDuringScaleUpAndConsolidationKWOK(t *testing.T) {
 	ctx := context.Background()
 	seed := chaosSeed(t)
 	kube := adminClient(t)
-	t.Cleanup(func() { cleanup(t, kube, managedLists()...) }) // runs after the controller stops
+	t.Cleanup(func() { controlplane.Cleanup(t, kube, managedLists()...) }) // runs after the controller stops
 
 	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
