@@ -103,7 +103,10 @@ func (r Requirement) MinValues() (int, bool) {
 	return *r.minValues, true
 }
 
-// Has reports whether a node whose label has value v satisfies r.
+// Has reports whether a node whose label has value v satisfies r. Integer
+// bounds narrow enough to enumerate are kept as the canonical decimal
+// values they allow and matched as text, so a non-canonical integer label
+// ("01") is not recognised there; numeric labels are written canonically.
 func (r Requirement) Has(v string) bool {
 	if r.gt != nil || r.lt != nil {
 		n, err := strconv.ParseInt(v, 10, 64)
