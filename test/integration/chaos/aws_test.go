@@ -41,7 +41,8 @@ const (
 
 // The controller (aws provider, against `nodewright fake-aws`, whose
 // instances join the control plane) is SIGKILLed 20 times and restarted
-// at once while an app grows from 4 to 20 pods of one node each, 30% of
+// at once while an app grows from 4 to 20 pods of one node each, its
+// writes to the API fail (apiFaults), 30% of
 // CreateFleet answers are lost after the instances were launched, and new
 // instances stay out of DescribeInstances for a second. Half
 // the kills land just after a NodeClaim appears that has not recorded its
@@ -73,8 +74,9 @@ func TestControllerKilledDuringLaunchesWithLostResponsesAWS(t *testing.T) {
 	ec2Client := ec2.NewFromConfig(fake.Config(endpoint))
 
 	create(ctx, t, kube, awsNodeClass(), awsNodePool())
+	proxy := faultProxy(t, seed)
 	ctrl := startChild(t, "controller", controllerBin, "controller", "--cloud-provider", "aws", "--cluster-name", awsCluster, "--aws-endpoint", endpoint,
-		"--kubeconfig", cp.Kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--kubeconfig", proxy.Kubeconfig, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--kwok-kubelet=false", "--batch-idle-duration", "1s", "--batch-max-duration", "5s")
 	read := func(ctx context.Context) (*clusterState, error) {
 		s, err := readCluster(ctx, kube, awsPool, awsApp)
@@ -131,7 +133,9 @@ func TestControllerKilledDuringLaunchesWithLostResponsesAWS(t *testing.T) {
 		return append(out, s.unsettled(false)...)
 	}, ctrl)
 	saw := mon.stop()
-	report(t, seed, k, final, why, saw, fmt.Sprintf("%d live instances at the end", len(final.instances)), want)
+	faults := proxy.Counts()
+	report(t, seed, k, final, why, saw, fmt.Sprintf("%d live instances at the end; API faults: %s", len(final.instances), faults), want)
+	checkFaults(t, seed, faults)
 }
 
 // liveInstances lists the fake's pending and running instances.

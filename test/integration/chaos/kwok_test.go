@@ -5,6 +5,7 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,8 +42,12 @@ var kwokTiers = []struct{ name, cpu string }{
 }
 
 // The controller (kwok provider) is SIGKILLed 20 times, restarted at once
-// each time: 10 times at random instants while 40 pods of four sizes get
-// nodes, 10 times while the app shrinks to 4 pods and the pool empties
+// each time, while its writes to the API fail (apiFaults: errors,
+// conflicts, answers lost after the write): 10 times at random instants
+// while 40 pods of four sizes get nodes; once just after a busy node's
+// instance vanished (its Node deleted under Nodewright) and another node
+// turned NotReady, after which the vanished node's NodeClaim must go and
+// every pod run again; 9 times while the app shrinks to 4 pods and the pool empties
 // and consolidates (deleting nodes, and replacing the last large one by a
 // cheaper one) (half of those kills land just after a disruption
 // decision shows in the API: a disrupted taint, a DisruptionReason, a
@@ -64,7 +69,8 @@ func TestControllerKilledDuringScaleUpAndConsolidationKWOK(t *testing.T) {
 	if err := os.WriteFile(catalogFile, []byte(kwokCatalog), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctrl := startChild(t, "controller", controllerBin, "controller", "--cloud-provider", "kwok", "--kubeconfig", cp.Kubeconfig, "--catalog", catalogFile,
+	proxy := faultProxy(t, seed)
+	ctrl := startChild(t, "controller", controllerBin, "controller", "--cloud-provider", "kwok", "--kubeconfig", proxy.Kubeconfig, "--catalog", catalogFile,
 		"--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--batch-idle-duration", "1s", "--batch-max-duration", "5s", "--kwok-registration-delay", "1s")
 	read := func(ctx context.Context) (*clusterState, error) { return readCluster(ctx, kube, kwokPool, kwokApp) }
@@ -91,6 +97,29 @@ func TestControllerKilledDuringScaleUpAndConsolidationKWOK(t *testing.T) {
 	}
 	nodesUp := len(s.nodes)
 
+	// Node failures: one busy node's instance vanishes, another turns
+	// NotReady, and the controller is killed once more; the vanished
+	// node's NodeClaim must go and its pods find room elsewhere.
+	failed := pickNodes(rand.New(rand.NewSource(seed)), s, 2)
+	if len(failed) < 2 {
+		t.Fatalf("seed %d: fewer than 2 busy nodes after scale-up:\n%s", seed, s)
+	}
+	vanished := vanish(ctx, t, kube, &failed[0])
+	notReady(ctx, t, kube, failed[1].Name)
+	t.Logf("node failures: %s vanished (%s), %s NotReady", failed[0].Name, vanished, failed[1].Name)
+	k.randomKill(500*time.Millisecond, 3*time.Second)
+	s, why = settle(ctx, t, "node failures", 2*time.Minute, read, func(s *clusterState) []string {
+		out := s.gone(vanished)
+		if n, _ := s.running(); n != int(want) {
+			out = append(out, fmt.Sprintf("%d of %d pods Running", n, want))
+		}
+		return out
+	}, ctrl)
+	if why != nil {
+		t.Fatalf("seed %d: after node %s vanished and %s turned NotReady, the pool did not recover: %v\n%s\nkills:\n%s\ncontroller log tail:\n%s",
+			seed, failed[0].Name, failed[1].Name, why, s, k.summary(), ctrl.tail(40))
+	}
+
 	for _, tier := range kwokTiers {
 		scale(ctx, t, kube, tier.name, down)
 	}
@@ -99,7 +128,7 @@ func TestControllerKilledDuringScaleUpAndConsolidationKWOK(t *testing.T) {
 		s, err := read(ctx)
 		return err == nil && s.disrupting()
 	}
-	for range 10 {
+	for range 9 {
 		if k.coin(0.5) {
 			k.killWhen(ctx, "a disruption in flight", disrupting, 25*time.Second, 2*time.Second)
 		} else {
@@ -117,7 +146,9 @@ func TestControllerKilledDuringScaleUpAndConsolidationKWOK(t *testing.T) {
 		return append(out, s.unsettled(true)...)
 	}, ctrl)
 	saw := mon.stop()
-	report(t, seed, k, final, why, saw, fmt.Sprintf("%d nodes after scale-up, %d at the end", nodesUp, len(final.nodes)), int(want))
+	faults := proxy.Counts()
+	report(t, seed, k, final, why, saw, fmt.Sprintf("%d nodes after scale-up, %d at the end; 1 instance vanished, 1 node NotReady; API faults: %s", nodesUp, len(final.nodes), faults), int(want))
+	checkFaults(t, seed, faults)
 }
 
 // kwokNodePool consolidates empty and underused nodes 5 s after their

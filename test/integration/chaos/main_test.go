@@ -8,10 +8,14 @@
 // bound and Running, and no node left tainted by a disruption decision
 // that no longer exists. The controller runs as a child process (the
 // nodewright binary, built once), so a kill drops every in-memory
-// structure, as a crash would.
+// structure, as a crash would. The controller talks to the apiserver
+// through controlplane's fault proxy, which fails a seeded share of its
+// writes (500, 409, or performed with the answer lost); the kwok test
+// also takes a node's instance away and turns another node NotReady.
 //
-// The kill instants come from a seed (NODEWRIGHT_CHAOS_SEED, default
-// defaultSeed), logged with every run so a failure can be replayed.
+// The kill instants, API faults and failed nodes come from a seed
+// (NODEWRIGHT_CHAOS_SEED, default defaultSeed), logged with every run so a
+// failure can be replayed.
 // NODEWRIGHT_CHAOS_CONTROLLER names another nodewright binary to run as
 // the controller (an older build, to see a defect caught); the fake AWS
 // is always the one built from this tree.

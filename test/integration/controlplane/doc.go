@@ -9,4 +9,9 @@
 // the NODEWRIGHT_CONTROLPLANE_DIR environment variable. Every process is
 // started in its own process group with a parent-death signal, so none
 // outlives the test binary, even when a test panics or times out.
+//
+// StartFaultProxy puts a seeded fault-injecting reverse proxy in front of the
+// apiserver: clients given its kubeconfig see a share of their writes fail
+// (500, 409 Conflict, or performed with the answer lost) while reads and
+// watches pass through untouched.
 package controlplane
