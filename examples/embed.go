@@ -6,7 +6,7 @@ import "embed"
 
 // FS holds every example directory.
 //
-//go:embed quickstart seed daily chaos
+//go:embed quickstart seed daily chaos chaos-aws
 var FS embed.FS
 
 // Quickstart is the scenario `nodewright simulate` runs without arguments.
@@ -16,3 +16,8 @@ const Quickstart = "quickstart/scenario.yaml"
 // test): every fault kind on top of scale-ups and downs, drift, expiry,
 // consolidation and interruptions.
 const Chaos = "chaos/scenario.yaml"
+
+// ChaosAWS is the chaos example on an EC2NodeClass, for the AWS provider
+// against the simulator's fake AWS (`--cloud-provider aws`); the chaos runs
+// play one seed in four with it.
+const ChaosAWS = "chaos-aws/scenario.yaml"

@@ -19,7 +19,9 @@ var chaosSeedCount = flag.Int("chaos.seeds", 200, "seeds of examples/chaos TestC
 // restarts, cloud capacity errors, throttling, 5xx, timeouts and lost
 // launch answers, nodes turning NotReady, instances vanishing and spot
 // interruptions. Every invariant must hold on every seed, and every fault
-// kind must have been injected. `make test-chaos` runs it.
+// kind must have been injected. One seed in AWSEvery plays the same day on
+// the AWS provider against the fake AWS (examples/chaos-aws), whose
+// CreateFleet must have lost answers. `make test-chaos` runs it.
 func TestChaos(t *testing.T) {
 	seeds := make([]int64, *chaosSeedCount)
 	for i := range seeds {
@@ -30,7 +32,12 @@ func TestChaos(t *testing.T) {
 	results := ChaosSeeds(context.Background(), seeds, 2, defaultCatalog(t))
 	t.Log("\n" + ChaosTable(results, time.Since(start)))
 	injected := map[string]int{}
+	awsSeeds, awsLost := 0, 0
 	for _, r := range results {
+		if r.Cloud == "aws" {
+			awsSeeds++
+			awsLost += r.Faults[FaultCloudLaunchLost]
+		}
 		if r.Err != nil {
 			t.Errorf("seed %d: %v", r.Seed, r.Err)
 		}
@@ -46,6 +53,9 @@ func TestChaos(t *testing.T) {
 		if injected[k] == 0 {
 			t.Errorf("fault %s was never injected in %d seeds", k, len(seeds))
 		}
+	}
+	if awsSeeds == 0 || awsLost == 0 {
+		t.Errorf("%d seeds on the fake AWS, %d CreateFleet answers lost: want the AWS provider's lost-launch paths played", awsSeeds, awsLost)
 	}
 }
 

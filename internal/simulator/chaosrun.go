@@ -16,6 +16,8 @@ import (
 // ChaosResult is one seed of a chaos run.
 type ChaosResult struct {
 	Seed int64
+	// Cloud is the cloud provider the seed ran with: "kwok" or "aws".
+	Cloud string
 	// Faults injected, by kind, and Violations found.
 	Faults     map[string]int
 	Violations []Violation
@@ -25,14 +27,39 @@ type ChaosResult struct {
 	Wall time.Duration
 }
 
-// ChaosSeeds plays the embedded chaos example (examples/chaos: a mixed
-// day with every fault kind) once per seed, at most parallel at once, and
-// returns the results in seed order. Each seed replays with
-// `nodewright simulate -f examples/chaos --chaos SEED`.
+// AWSEvery: one chaos seed in AWSEvery (those divisible by it) plays
+// examples/chaos-aws with the AWS provider against the fake AWS, so its
+// idempotency paths (CreateFleet answers lost, client tokens, instances
+// found by tag) are played too; the others play examples/chaos on kwok.
+const AWSEvery = 4
+
+// chaosExample is what one chaos seed plays.
+type chaosExample struct {
+	in    *Input
+	types []catalog.InstanceType
+	cloud string
+	dir   string
+}
+
+// ChaosSeeds plays the embedded chaos examples (examples/chaos: a mixed
+// day with every fault kind; examples/chaos-aws, the same on the AWS
+// provider, for one seed in AWSEvery) once per seed, at most parallel at
+// once, and returns the results in seed order. Each seed replays with the
+// command its violations carry, e.g. `nodewright simulate -f
+// examples/chaos --chaos SEED`.
 func ChaosSeeds(ctx context.Context, seeds []int64, parallel int, types []catalog.InstanceType) []ChaosResult {
-	in, err := LoadFS(examples.FS, examples.Chaos)
+	load := func(path, cloud, dir string) (chaosExample, error) {
+		in, err := LoadFS(examples.FS, path)
+		if err != nil {
+			return chaosExample{}, err
+		}
+		ts, err := in.Catalog(types)
+		return chaosExample{in: in, types: ts, cloud: cloud, dir: dir}, err
+	}
+	kwok, err := load(examples.Chaos, "kwok", "examples/chaos")
+	var aws chaosExample
 	if err == nil {
-		types, err = in.Catalog(types)
+		aws, err = load(examples.ChaosAWS, "aws", "examples/chaos-aws")
 	}
 	out := make([]ChaosResult, len(seeds))
 	if err != nil {
@@ -46,7 +73,11 @@ func ChaosSeeds(ctx context.Context, seeds []int64, parallel int, types []catalo
 	for range max(parallel, 1) {
 		wg.Go(func() {
 			for i := range next {
-				out[i] = chaosSeed(ctx, in, types, seeds[i])
+				ex := kwok
+				if seeds[i]%AWSEvery == 0 {
+					ex = aws
+				}
+				out[i] = chaosSeed(ctx, ex, seeds[i])
 			}
 		})
 	}
@@ -58,11 +89,19 @@ func ChaosSeeds(ctx context.Context, seeds []int64, parallel int, types []catalo
 	return out
 }
 
-func chaosSeed(ctx context.Context, in *Input, types []catalog.InstanceType, seed int64) ChaosResult {
+func chaosSeed(ctx context.Context, ex chaosExample, seed int64) ChaosResult {
 	start := time.Now()
-	res := ChaosResult{Seed: seed}
-	opts := Options{InstanceTypes: types, Seed: seed, Faults: in.Scenario.Spec.Faults.WithDefaults(ChaosFaults()),
-		Replay: fmt.Sprintf("nodewright simulate -f examples/chaos --chaos %d", seed)}
+	in := ex.in
+	res := ChaosResult{Seed: seed, Cloud: ex.cloud}
+	replay := fmt.Sprintf("nodewright simulate -f %s --chaos %d", ex.dir, seed)
+	if ex.cloud == "aws" {
+		replay = fmt.Sprintf("nodewright simulate -f %s --cloud-provider aws --chaos %d", ex.dir, seed)
+	}
+	opts := Options{InstanceTypes: ex.types, Seed: seed, Faults: in.Scenario.Spec.Faults.WithDefaults(ChaosFaults()),
+		Replay: replay}
+	if ex.cloud == "aws" {
+		opts.CloudProvider = "aws"
+	}
 	if d := in.Scenario.Spec.Duration; d != nil {
 		opts.Duration = time.Duration(*d)
 	}
@@ -79,7 +118,7 @@ func chaosSeed(ctx context.Context, in *Input, types []catalog.InstanceType, see
 	}
 	res.Wall = time.Since(start)
 	if err != nil {
-		res.Err = fmt.Errorf("seed %d: %w", seed, err)
+		res.Err = fmt.Errorf("seed %d (%s): %w", seed, ex.cloud, err)
 		return res
 	}
 	res.Faults, res.Violations = rep.Faults, rep.Violations
@@ -99,6 +138,7 @@ func ChaosTable(results []ChaosResult, wall time.Duration) string {
 	}
 	var failed []string
 	var slowest time.Duration
+	awsSeeds, awsLost := 0, 0
 	for _, r := range results {
 		for k, n := range r.Faults {
 			faults[k] += n
@@ -106,17 +146,25 @@ func ChaosTable(results []ChaosResult, wall time.Duration) string {
 		for _, v := range r.Violations {
 			violations[v.Invariant]++
 		}
+		seed := fmt.Sprint(r.Seed)
+		if r.Cloud == "aws" {
+			awsSeeds++
+			awsLost += r.Faults[FaultCloudLaunchLost]
+			seed += " (aws)"
+		}
 		if r.Err != nil || len(r.Violations) > 0 {
-			failed = append(failed, fmt.Sprint(r.Seed))
+			failed = append(failed, seed)
 		}
 		slowest = max(slowest, r.Wall)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos: %d seeds of examples/chaos in %s (slowest seed %s)\n", len(results), wall.Round(time.Millisecond), slowest.Round(time.Millisecond))
+	fmt.Fprintf(&b, "chaos: %d seeds of examples/chaos (%d of them examples/chaos-aws on the fake AWS) in %s (slowest seed %s)\n",
+		len(results), awsSeeds, wall.Round(time.Millisecond), slowest.Round(time.Millisecond))
 	fmt.Fprintf(&b, "  %-45s %8s\n", "fault injected", "count")
 	for _, k := range slices.Sorted(maps.Keys(faults)) {
 		fmt.Fprintf(&b, "  %-45s %8d\n", k, faults[k])
 	}
+	fmt.Fprintf(&b, "  %-45s %8d\n", "  of which CreateFleet answers the fake AWS lost", awsLost)
 	fmt.Fprintf(&b, "  %-45s %8s\n", "invariant", "violated")
 	for _, k := range slices.Sorted(maps.Keys(violations)) {
 		fmt.Fprintf(&b, "  %-45s %8d\n", k, violations[k])

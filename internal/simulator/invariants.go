@@ -32,8 +32,11 @@ const (
 	// except the forced deletion at a node's terminationGracePeriod
 	// deadline.
 	InvariantEvictions = "evictions-respect-pdbs-and-do-not-disrupt"
-	// InvariantReplaceFirst: the disruption loop deletes no candidate
-	// before every replacement of its decision is Initialized.
+	// InvariantReplaceFirst: no candidate of a disruption decision loses
+	// its NodeClaim, Node or instance (whichever of Nodewright's
+	// non-forceful controllers removes it) before every replacement of
+	// its decision (named by ReplacementsAnnotation or naming it by
+	// ReplacingAnnotation) is Initialized.
 	InvariantReplaceFirst = "replacements-initialized-before-delete"
 	// InvariantNoStrayTaint: no karpenter.sh/disrupted:NoSchedule taint
 	// outlives its decision.
@@ -146,10 +149,12 @@ type checker struct {
 	// may have changed (dirty);
 	// disrupting: NodeClaims that just started a voluntary disruption.
 	launched   map[string][]string
-	disrupting []string
+	disrupting []startedDisrupting
 	dirty      bool
 	// orphans: instances without a NodeClaim, since when.
 	orphans map[string]time.Time
+	// cloudTook: provider IDs of instances a fault took away.
+	cloudTook map[string]bool
 
 	// loop is the disruption loop seen last, running since loopSince (a
 	// restart builds a new one).
@@ -173,7 +178,7 @@ func newChecker(e *Engine) *checker {
 	return &checker{e: e, recorded: map[string]bool{}, history: map[string][]historyEvent{},
 		claims: map[string]*claimState{}, nodes: map[string]*nodeState{}, pools: map[string]*karpv1.NodePool{},
 		pending: map[types.NamespacedName]time.Time{}, deleting: map[types.NamespacedName]bool{},
-		launched: map[string][]string{}, orphans: map[string]time.Time{}}
+		launched: map[string][]string{}, orphans: map[string]time.Time{}, cloudTook: map[string]bool{}}
 }
 
 func (c *checker) now() time.Time { return c.e.clock.Now() }
@@ -284,6 +289,7 @@ func (c *checker) settled(ctx context.Context, now time.Time) {
 	if c.dirty || periodic {
 		c.dirty = false
 		c.checkInstances(now)
+		c.checkInstancesGone()
 	}
 	if periodic {
 		c.checkTaints(now)

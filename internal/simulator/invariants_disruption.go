@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -10,41 +11,12 @@ import (
 	"github.com/nodewright/nodewright/internal/disruption"
 )
 
-// checkReplacements: the disruption loop deletes a candidate of a replace
-// decision only once every replacement it names exists and is Initialized
-// (cdisruption.ReplacementsAnnotation names them all, written before any
-// is created). Deletions by forceful paths (expiration, interruption,
-// garbage collection, a user) are not the loop's and are not checked.
-func (c *checker) checkReplacements(candidate string, s *claimState) {
-	if s.replacements == "" {
-		return
-	}
-	objects := []string{"nodeclaim/" + candidate}
-	if s.nodeName != "" {
-		objects = append(objects, "node/"+s.nodeName)
-	}
-	var wrong []string
-	for _, name := range strings.Split(s.replacements, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
-		}
-		objects = append(objects, "nodeclaim/"+name)
-		switch r := c.claims[name]; {
-		case r == nil:
-			wrong = append(wrong, name+" does not exist")
-		case !r.initialized:
-			wrong = append(wrong, name+" is not initialized")
-		}
-	}
-	if len(wrong) > 0 {
-		c.record(InvariantReplaceFirst, candidate, objects, "the disruption loop deleted nodeclaim %s while its replacement %s",
-			candidate, strings.Join(wrong, ", "))
-	}
-}
-
 // checkTaints: a node carrying the disrupted taint longer than the grace
 // (from the taint, or from the disruption loop's restart) is being deleted,
-// or its NodeClaim is, or a live decision holds it.
+// or its NodeClaim is, or a live decision holds it; a node without a
+// NodeClaim has no decision to hold it. The grace is the interruption
+// controller's when it holds the NodeClaim (nodewright.dev/interruption),
+// whoever put the taint on first.
 func (c *checker) checkTaints(now time.Time) {
 	var tainted []string
 	for name, n := range c.nodes {
@@ -55,8 +27,9 @@ func (c *checker) checkTaints(now time.Time) {
 	slices.Sort(tainted)
 	for _, name := range tainted {
 		n := c.nodes[name]
+		claim, s := c.claimOfNode(name, n)
 		grace := TaintGrace
-		if n.tainter == actorInterruption {
+		if n.tainter == actorInterruption || s != nil && s.interrupted {
 			grace = InterruptionTaintGrace
 		}
 		since := n.taintedAt
@@ -66,8 +39,15 @@ func (c *checker) checkTaints(now time.Time) {
 		if now.Sub(since) <= grace {
 			continue
 		}
-		claim, s := c.claimOfNode(name, n)
-		if s == nil || s.deleting || c.e.components.Disruption.Deciding(claim) {
+		if s != nil && (s.deleting || c.e.components.Disruption.Deciding(claim)) {
+			continue
+		}
+		if s == nil {
+			// No NodeClaim: no decision can hold it (Nodewright has no
+			// business tainting a node it does not manage).
+			c.record(InvariantNoStrayTaint, name+"@"+c.offset(n.taintedAt), []string{"node/" + name},
+				"node %s has carried %s:NoSchedule since %s (put on by %s) and has no NodeClaim: no disruption decision can hold it",
+				name, karpv1.TaintKeyDisrupted, c.offset(n.taintedAt), n.tainter)
 			continue
 		}
 		c.record(InvariantNoStrayTaint, name+"@"+c.offset(n.taintedAt), []string{"node/" + name, "nodeclaim/" + claim},
@@ -76,11 +56,16 @@ func (c *checker) checkTaints(now time.Time) {
 	}
 }
 
-// checkBudgets: as a NodeClaim starts a voluntary disruption, the nodes of
-// its pool disrupting for that reason (the DisruptionReason condition set,
-// instance not yet terminating) are at most what the pool's budgets allow,
-// over Karpenter's base: the pool's initialized nodes whose instance is
-// not terminating. A NodeClaim whose Node is gone is no longer a node.
+// checkBudgets: as a NodeClaim starts a voluntary disruption (a
+// voluntary DisruptionReason set, or its deletion by the disruption loop),
+// the nodes of its pool disrupting, whatever their reason, are at most
+// what the pool's budgets allow for the reason it starts for, as
+// Karpenter counts them: of the pool's initialized nodes whose instance is
+// not terminating (the base), those being deleted, marked (a
+// DisruptionReason or the disrupted taint) or NotReady. A NodeClaim whose
+// Node is gone is no longer a node. Forceful removals (expiry,
+// interruption, garbage collection) count as disrupting but are not
+// checked themselves.
 func (c *checker) checkBudgets(now time.Time) {
 	if len(c.disrupting) == 0 {
 		return
@@ -93,14 +78,14 @@ func (c *checker) checkBudgets(now time.Time) {
 	}
 	first := map[poolReason]string{}
 	var order []poolReason
-	for _, name := range started {
-		s := c.claims[name]
-		if s == nil || !voluntary(s.reason) {
+	for _, st := range started {
+		s := c.claims[st.claim]
+		if s == nil {
 			continue
 		}
-		k := poolReason{s.pool, s.reason}
+		k := poolReason{s.pool, st.reason}
 		if _, ok := first[k]; !ok {
-			first[k] = name
+			first[k] = st.claim
 			order = append(order, k)
 		}
 	}
@@ -113,17 +98,16 @@ func (c *checker) checkBudgets(now time.Time) {
 		var disrupting []string
 		for _, name := range slices.Sorted(maps.Keys(c.claims)) {
 			s := c.claims[name]
-			if s.pool != k.pool || s.instanceTerminating || c.nodes[s.nodeName] == nil {
+			n := c.nodes[s.nodeName]
+			if s.pool != k.pool || s.instanceTerminating || n == nil || !s.initialized {
 				continue // not one of the pool's nodes any more
 			}
-			if s.initialized {
-				total++
-			}
-			if s.reason == k.reason {
+			total++
+			if s.deleting || s.reason != "" || n.deleting || !n.taintedAt.IsZero() || !n.ready {
 				disrupting = append(disrupting, name)
 			}
 		}
-		allowed, why, err := disruption.Allowed(np, k.reason, total, 0, now)
+		allowed, why, err := c.budgetAllows(np, k.reason, total, now)
 		if err != nil || len(disrupting) <= allowed {
 			continue
 		}
@@ -132,7 +116,35 @@ func (c *checker) checkBudgets(now time.Time) {
 			objects = append(objects, "nodeclaim/"+name)
 		}
 		c.record(InvariantBudgets, k.pool+"/"+string(k.reason)+"/"+first[k], objects,
-			"%d nodeclaims of nodepool %s disrupting for %s at once (%s): its budgets allow %d (%s)",
-			len(disrupting), k.pool, k.reason, strings.Join(disrupting, ", "), allowed, why)
+			"%d nodeclaims of nodepool %s disrupting at once (%s) as %s starts disrupting for %s: its budgets allow %d (%s)",
+			len(disrupting), k.pool, strings.Join(disrupting, ", "), first[k], cmp.Or(string(k.reason), "a reason not recorded"), allowed, why)
 	}
+}
+
+// budgetAllows is how many nodes a pool's budgets allow disrupting for a
+// reason; for "" (a deletion by the disruption loop with no reason
+// recorded), the most any voluntary reason's allow.
+func (c *checker) budgetAllows(np *karpv1.NodePool, reason karpv1.DisruptionReason, total int, now time.Time) (int, string, error) {
+	if reason != "" {
+		return disruption.Allowed(np, reason, total, 0, now)
+	}
+	best, why := -1, ""
+	for _, r := range []karpv1.DisruptionReason{karpv1.DisruptionReasonEmpty, karpv1.DisruptionReasonDrifted, karpv1.DisruptionReasonUnderutilized} {
+		n, w, err := disruption.Allowed(np, r, total, 0, now)
+		if err != nil {
+			return 0, "", err
+		}
+		if n > best {
+			best, why = n, w
+		}
+	}
+	return best, why, nil
+}
+
+// startedDisrupting is a NodeClaim starting a voluntary disruption, for
+// reason (the pool's budgets for it apply; "": a deletion by the
+// disruption loop with no reason recorded).
+type startedDisrupting struct {
+	claim  string
+	reason karpv1.DisruptionReason
 }

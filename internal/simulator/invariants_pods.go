@@ -152,11 +152,21 @@ func (c *checker) checkPending(ctx context.Context, now time.Time) {
 			where[client.ObjectKeyFromObject(p)] = "the solver places it on " + ex.Node
 		}
 	}
+	excused := map[types.NamespacedName]bool{}
+	for _, k := range overdue {
+		if w, solved := where[k]; solved && w == "" {
+			excused[k] = true
+		}
+	}
+	unready := c.unreadyPoolsTake(ctx, excused)
 	byOwner := map[string][]*corev1.Pod{}
 	why := map[types.NamespacedName]string{}
+	pools := map[types.NamespacedName]string{}
 	for _, k := range overdue {
 		w, solved := where[k]
-		if solved && w == "" {
+		if u, ok := unready[k]; ok {
+			w, solved, pools[k] = u[0], true, u[1]
+		} else if excused[k] {
 			continue // no NodePool can take it now
 		}
 		p := &corev1.Pod{}
@@ -192,6 +202,9 @@ func (c *checker) checkPending(ctx context.Context, now time.Time) {
 			}
 		}
 		first := client.ObjectKeyFromObject(pods[0])
+		if pool := pools[first]; pool != "" {
+			objects = append(objects, "nodepool/"+pool)
+		}
 		c.record(InvariantPodsBound, owner, objects, "%d pod(s) of %s pending longer than %s, %s since %s: %s",
 			len(pods), owner, PendingBound, first.Name, c.offset(c.pending[first]), why[first])
 	}

@@ -10,6 +10,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	cdisruption "github.com/nodewright/nodewright/internal/controller/disruption"
+	"github.com/nodewright/nodewright/providers/aws/interruption"
 )
 
 // claimState is what the checks need of a NodeClaim.
@@ -21,6 +22,13 @@ type claimState struct {
 	// reason is the DisruptionReason condition's reason while it is True.
 	reason       karpv1.DisruptionReason
 	replacements string
+	// replacing: the candidates this NodeClaim was created to replace
+	// (cdisruption.ReplacingAnnotation).
+	replacing []string
+	// interrupted: the AWS interruption controller holds it (an
+	// interruption notice is being handled: its taint is that
+	// controller's, whoever put it on first).
+	interrupted bool
 	// deadline is the termination deadline (terminationGracePeriod), if
 	// stamped.
 	deadline *time.Time
@@ -31,7 +39,9 @@ func claimStateOf(nc *karpv1.NodeClaim) *claimState {
 		instanceType: nc.Labels[corev1.LabelInstanceTypeStable], capacity: nc.Status.Capacity,
 		initialized:         meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized),
 		instanceTerminating: meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInstanceTerminating),
-		deleting:            nc.DeletionTimestamp != nil, replacements: nc.Annotations[cdisruption.ReplacementsAnnotation]}
+		deleting:            nc.DeletionTimestamp != nil, replacements: nc.Annotations[cdisruption.ReplacementsAnnotation],
+		replacing: splitNames(nc.Annotations[cdisruption.ReplacingAnnotation])}
+	_, s.interrupted = nc.Annotations[interruption.AnnotationInterruption]
 	if c := meta.FindStatusCondition(nc.Status.Conditions, karpv1.ConditionTypeDisruptionReason); c != nil && c.Status == "True" {
 		s.reason = karpv1.DisruptionReason(c.Reason)
 	}
@@ -86,7 +96,7 @@ func (c *checker) claimChanged(nc *karpv1.NodeClaim, deleted bool) {
 		} else {
 			c.note(key, "DisruptionReason %s set by %s", cur.reason, c.actorName())
 			if voluntary(cur.reason) {
-				c.disrupting = append(c.disrupting, nc.Name)
+				c.disrupting = append(c.disrupting, startedDisrupting{nc.Name, cur.reason})
 			}
 		}
 	}
@@ -98,8 +108,12 @@ func (c *checker) claimChanged(nc *karpv1.NodeClaim, deleted bool) {
 	}
 	if cur.deleting && !old.deleting {
 		c.note(key, "deleting (by %s)", c.actorName())
-		if c.e.actor == actorDisruption {
-			c.checkReplacements(nc.Name, cur)
+		c.checkReplacements(nc.Name, cur, "deleted nodeclaim "+nc.Name, false)
+		if c.e.actor == actorDisruption && !voluntary(cur.reason) {
+			// Deleted by the loop without being marked first: it starts
+			// disrupting now (a marked one was checked as marked, and
+			// budgets are not checked again as a decision is carried out).
+			c.disrupting = append(c.disrupting, startedDisrupting{nc.Name, ""})
 		}
 	}
 	c.claims[nc.Name] = cur
@@ -146,6 +160,9 @@ func (c *checker) nodeChanged(n *corev1.Node, deleted bool) {
 		if old != nil {
 			c.dirty = true
 			c.note(key, "gone (by %s)", c.actorName())
+			if !old.deleting {
+				c.nodeRemoved(n.Name, old)
+			}
 			delete(c.nodes, n.Name)
 			c.forget(key)
 		}
@@ -177,6 +194,7 @@ func (c *checker) nodeChanged(n *corev1.Node, deleted bool) {
 	}
 	if cur.deleting && !old.deleting {
 		c.note(key, "deleting (by %s)", c.actorName())
+		c.nodeRemoved(n.Name, cur)
 	}
 	c.nodes[n.Name] = cur
 }

@@ -377,7 +377,8 @@ func TestInvariantDisruptionBudgets(t *testing.T) {
 	})
 	rep := run(t, e)
 	v := expectViolation(t, rep, InvariantBudgets, 5*time.Minute, 5*time.Minute, "nodepool/default")
-	if !strings.Contains(v.Message, "2 nodeclaims of nodepool default disrupting for Underutilized") || !strings.Contains(v.Message, "allow 1") {
+	if !strings.Contains(v.Message, "2 nodeclaims of nodepool default disrupting at once") || !strings.Contains(v.Message, "for Underutilized") ||
+		!strings.Contains(v.Message, "allow 1") {
 		t.Errorf("message %q: want the count and the budget", v.Message)
 	}
 }

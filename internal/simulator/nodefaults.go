@@ -154,6 +154,7 @@ func (e *Engine) instanceVanished(ctx context.Context) error {
 	}
 	e.chaos.in.counts[FaultInstanceVanished]++
 	e.report.fault(FaultInstanceVanished, n.Name, "instance "+n.Spec.ProviderID+" gone")
+	e.inv.cloudTook[n.Spec.ProviderID] = true
 	// Its kubelet went with it: the node and its pods are not ready.
 	if err := e.stopKubelet(ctx, n); err != nil {
 		return err
