@@ -6,7 +6,9 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,13 +105,31 @@ func (s *sandbox) stop(t *testing.T) {
 		t.Fatalf("sandbox down: %v\n%s", err, out)
 	}
 	for _, pid := range s.pids {
-		if err := syscall.Kill(pid, 0); err == nil {
+		if running(pid) {
 			t.Errorf("process %d is still running after sandbox down", pid)
 		}
 	}
 	if _, err := os.Stat(s.state); !os.IsNotExist(err) {
 		t.Errorf("state directory %s left behind", s.state)
 	}
+}
+
+// running reports whether pid is a live process. An exited process its
+// parent has not reaped yet (a zombie; the sandbox's supervisor is
+// reparented to init, which reaps in its own time) runs nothing, though
+// kill(pid, 0) still finds it.
+func running(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Field 3, after the parenthesised command name (which may hold spaces).
+	rest := string(stat[bytes.LastIndexByte(stat, ')')+1:])
+	fields := strings.Fields(rest)
+	return len(fields) == 0 || (fields[0] != "Z" && fields[0] != "X")
 }
 
 // running counts an app's Running pods whose node passes onNode.
