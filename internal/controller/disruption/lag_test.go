@@ -7,19 +7,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
-	"github.com/nodewright/nodewright/internal/sched"
-	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 // lagging makes the loop's client read NodeClaims like the manager's
@@ -87,37 +82,7 @@ func (g *lagging) funcs() *interceptor.Funcs {
 // client lags its own NodeClaim writes by g.lag Gets.
 func laggingDriftEnv(t *testing.T, g *lagging) (env, PoolSource) {
 	t.Helper()
-	var pods []client.Object
-	for i := range 3 {
-		p := boundPod(fmt.Sprintf("p%d", i))
-		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m")}}}}
-		yes := true
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: &yes}}
-		pods = append(pods, p)
-	}
-	e := newEnvWith(t, g.funcs(), pods...)
-	ctx := context.Background()
-	nc := e.claim(t)
-	nc.Labels[corev1.LabelInstanceTypeStable] = "m-8"
-	if err := e.store.Update(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc = e.claim(t)
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.NewTime(epoch)})
-	if err := e.store.Status().Update(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	e.cluster.UpdateNodeClaim(e.claim(t))
-	np := &karpv1.NodePool{}
-	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
-		t.Fatal(err)
-	}
-	types, err := catalog.Parse("test", []byte(`[{"name": "m-2", "architecture": "amd64", "operatingSystems": ["linux"],
-	  "resources": {"cpu": "2", "memory": "8Gi", "pods": "110"}, "offerings": [{"capacityType": "on-demand", "zone": "zone-a", "price": 0.1}]}]`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e, fixedPools{[]sched.NodePool{{NodePool: np, InstanceTypes: []*catalog.InstanceType{&types[0]}}}}
+	return driftEnvWith(t, g.funcs())
 }
 
 // When the loop's client is the manager's cache, which lags the loop's own

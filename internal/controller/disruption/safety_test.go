@@ -108,6 +108,13 @@ func initializedOthers(ctx context.Context, c client.Client) int {
 // NodeClaims.
 func driftEnv(t *testing.T, f *faults) (env, PoolSource) {
 	t.Helper()
+	return driftEnvWith(t, f.funcs())
+}
+
+// driftEnvWith is driftEnv's cluster behind the given interceptors; the
+// setup writes go straight to the API, past them.
+func driftEnvWith(t *testing.T, funcs *interceptor.Funcs) (env, PoolSource) {
+	t.Helper()
 	var pods []client.Object
 	for i := range 3 {
 		p := boundPod(fmt.Sprintf("p%d", i))
@@ -116,16 +123,16 @@ func driftEnv(t *testing.T, f *faults) (env, PoolSource) {
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: &yes}}
 		pods = append(pods, p)
 	}
-	e := newEnvWith(t, f.funcs(), pods...)
+	e := newEnvWith(t, funcs, pods...)
 	ctx := context.Background()
 	nc := e.claim(t)
 	nc.Labels[corev1.LabelInstanceTypeStable] = "m-8"
-	if err := e.kube.Update(ctx, nc); err != nil {
+	if err := e.store.Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	nc = e.claim(t)
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
-	if err := e.kube.Status().Update(ctx, nc); err != nil {
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.NewTime(epoch)})
+	if err := e.store.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	e.cluster.UpdateNodeClaim(e.claim(t))
