@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,6 +30,9 @@ type Controller struct {
 	Reconciler reconcile.Reconciler
 	// Sources: exactly one without Map, the primary kind.
 	Sources []Source
+	// Workers is how many requests it reconciles at once (0: one).
+	// Requests for one object are never reconciled concurrently.
+	Workers int
 }
 
 // For is the primary kind's source.
@@ -54,6 +58,9 @@ func (c Controller) SetupWithManager(mgr ctrl.Manager) error {
 		} else {
 			b = b.Watches(s.Object, handler.EnqueueRequestsFromMapFunc(s.Map), builder.WithPredicates(preds...))
 		}
+	}
+	if c.Workers > 1 {
+		b = b.WithOptions(controller.Options{MaxConcurrentReconciles: c.Workers})
 	}
 	return b.Complete(c.Reconciler)
 }
