@@ -4,7 +4,8 @@ SHELL := /usr/bin/env bash
 BIN := $(CURDIR)/bin
 GOTEST_FLAGS ?=
 
-.PHONY: help run build test test-unit test-chaos chaos test-integration verify generate bench crds controlplane tools helm sandbox sandbox-down clean
+.PHONY: help run build test test-unit test-chaos chaos test-integration verify generate bench crds controlplane kwok tools helm sandbox sandbox-down clean
+.PHONY: bench-live
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -30,9 +31,12 @@ chaos: ## Play examples/chaos for $(CHAOS_SEEDS) seeds with every fault kind; pr
 controlplane: ## Build (once, cached) etcd, kube-apiserver, kube-controller-manager, kube-scheduler.
 	@hack/controlplane.sh
 
-test-integration: helm ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler).
-	dir="$$(hack/controlplane.sh)"; \
-	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
+kwok: ## Build (once, cached) the real kwok controller pinned in hack/kwok/go.mod; prints its path.
+	@hack/kwok.sh
+
+test-integration: helm ## Integration tests against a real etcd + kube-apiserver (+ controller-manager, scheduler, the real kwok).
+	dir="$$(hack/controlplane.sh)"; kwok="$$(hack/kwok.sh)"; \
+	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_KWOK_BIN="$$kwok" NODEWRIGHT_HELM="$(BIN)/helm" go test -tags integration -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/integration/...
 
 FUZZTIME ?= 10s
 # package:target pairs; go fuzzes one target of one package per run.
@@ -89,6 +93,11 @@ bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against th
 	@echo "simulate examples/daily (24 h, ~450 nodes, ~6,000 pods; target: under 60 s on 2 cores):"
 	go run ./cmd/nodewright simulate -q -f examples/daily | tail -n 7
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v internal/disruption)
+
+BENCH_LIVE_FLAGS ?=
+bench-live: build ## Live benchmark (not in `make test`): control plane + real kwok + bin/nodewright at 500+100 and 2,000+400 pods vs Karpenter's figures (BENCH_LIVE_FLAGS='-pods 10000').
+	dir="$$(hack/controlplane.sh)"; kwok="$$(hack/kwok.sh)"; \
+	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_KWOK_BIN="$$kwok" go run ./test/benchlive -nodewright $(BIN)/nodewright $(BENCH_LIVE_FLAGS)
 
 crds: ## Print the CRDs (same as 'nodewright crds').
 	@go run ./cmd/nodewright crds

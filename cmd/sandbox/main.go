@@ -4,8 +4,16 @@
 // `nodewright controller` with the kwok provider (its nodes are Node
 // objects, its kubelet emulated), in one background process.
 //
-//	sandbox up   [--state DIR] [--cloud-provider kwok|aws]   start it; print the lines a user needs
-//	sandbox down [--state DIR]                               stop all of it; nothing is left running
+//	sandbox up   [--state DIR] [--cloud-provider kwok|aws] [--kwok builtin|real|auto]   start it; print the lines a user needs
+//	sandbox down [--state DIR]                                                          stop all of it; nothing is left running
+//
+// With the kwok provider, --kwok says who plays its nodes' kubelet:
+// Nodewright's own emulated kubelet (builtin), or the real kwok controller
+// (sigs.k8s.io/kwok; real), which the control plane runs from
+// $NODEWRIGHT_KWOK_BIN (`make kwok` builds it and prints its path) while
+// Nodewright's kubelet is off, as users of Karpenter's kwok provider run it.
+// The default, auto, is real when $NODEWRIGHT_KWOK_BIN is set and builtin
+// otherwise.
 //
 // With --cloud-provider aws the AWS provider runs against the fake AWS
 // (providers/aws/fake) on loopback, whose instances join the cluster, and
@@ -54,6 +62,7 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	state := fs.String("state", ".sandbox", "directory holding the sandbox's kubeconfig, pids and logs")
 	provider := fs.String("cloud-provider", "kwok", "kwok, or aws (against the fake AWS)")
+	kwok := fs.String("kwok", kwokAuto, "who plays the kwok nodes' kubelet: builtin (Nodewright's), real (the kwok controller in $"+controlplane.EnvKWOKBin+"), or auto (real when that is set)")
 	_ = fs.Parse(os.Args[2:])
 	dir, err := filepath.Abs(*state)
 	if err != nil {
@@ -65,11 +74,15 @@ func main() {
 			err = fmt.Errorf("--cloud-provider %q: want kwok or aws", *provider)
 			break
 		}
-		err = up(dir, *provider)
+		var mode string
+		if mode, err = kwokMode(*kwok, *provider, controlplane.KWOKBinary()); err != nil {
+			break
+		}
+		err = up(dir, *provider, mode)
 	case "down":
 		err = down(dir)
 	case "serve":
-		err = serve(dir, *provider)
+		err = serve(dir, *provider, *kwok)
 	default:
 		err = fmt.Errorf("unknown command %q: want up or down", os.Args[1])
 	}
@@ -84,7 +97,7 @@ func fail(err error) {
 }
 
 // up starts the supervisor in the background and waits until it is ready.
-func up(dir, provider string) error {
+func up(dir, provider, kwok string) error {
 	if err := refuseSpecial(dir); err != nil {
 		return err
 	}
@@ -93,6 +106,12 @@ func up(dir, provider string) error {
 	}
 	if os.Getenv(controlplane.EnvBinDir) == "" {
 		return fmt.Errorf("%s is not set: 'make sandbox' builds the control plane and sets it", controlplane.EnvBinDir)
+	}
+	if kwok == kwokReal {
+		if err := checkKWOKBinary(controlplane.KWOKBinary()); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "sandbox: the real kwok (%s) plays the kwok nodes' kubelet\n", controlplane.KWOKBinary())
 	}
 	if err := prepareStateDir(dir); err != nil {
 		return err
@@ -106,7 +125,7 @@ func up(dir, provider string) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.Command(self, "serve", "--state", dir, "--cloud-provider", provider)
+	cmd := exec.Command(self, "serve", "--state", dir, "--cloud-provider", provider, "--kwok", kwok)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // outlives this command and its terminal
 	if err := cmd.Start(); err != nil {
@@ -145,7 +164,7 @@ func up(dir, provider string) error {
 // for.
 const sandboxCluster = "sandbox"
 
-func serve(dir, provider string) error {
+func serve(dir, provider, kwok string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	// Record this process first, so that `down` can stop a sandbox still
@@ -161,7 +180,11 @@ func serve(dir, provider string) error {
 	if err != nil {
 		return err
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{ControllerManager: true, Scheduler: true, CRDs: manifests})
+	opts := controlplane.Options{ControllerManager: true, Scheduler: true, CRDs: manifests}
+	if kwok == kwokReal {
+		opts.KWOK = controlplane.KWOKBinary()
+	}
+	cp, err := controlplane.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -189,7 +212,7 @@ func serve(dir, provider string) error {
 		return err
 	}
 	conf := operator.Config{
-		CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: true, RegistrationDelay: 2 * time.Second,
+		CloudProvider: "kwok", InstanceTypes: types, KWOKKubelet: kwok != kwokReal, RegistrationDelay: 2 * time.Second,
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, MinValuesPolicy: sched.MinValuesStrict,
 		MetricsAddr: "0", HealthAddr: "0", Logger: logger(),
 	}

@@ -124,7 +124,7 @@ func TestUpRefusesTheCurrentDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	err = up(dir, "kwok")
+	err = up(dir, "kwok", kwokBuiltin)
 
 	if err == nil || !strings.Contains(err.Error(), "--state") {
 		t.Errorf("up --state . = %v, want an error naming --state", err)

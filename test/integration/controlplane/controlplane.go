@@ -48,6 +48,13 @@ type Options struct {
 	Output io.Writer
 	// StartTimeout bounds the wait for each component; zero means one minute.
 	StartTimeout time.Duration
+	// KWOK is the path of the real kwok controller binary (hack/kwok.sh,
+	// KWOKBinary); empty runs none. When set, Start runs it last, managing
+	// the nodes annotated kwok.x-k8s.io/node=fake (those of Nodewright's
+	// kwok provider) with the stages of kwok.yaml, and also runs
+	// kube-controller-manager, adding its node-lifecycle controller, which
+	// lifts the not-ready taint from nodes kwok reports Ready.
+	KWOK string
 }
 
 // ControlPlane is a running control plane.
@@ -86,11 +93,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		}
 	}()
 
-	ports, err := freePorts(5)
+	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
-	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	etcdClient, etcdPeer, apiPort, kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4], ports[5]
 
 	if err := cp.startEtcd(ctx, opts, etcdClient, etcdPeer); err != nil {
 		return nil, err
@@ -98,7 +105,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.startAPIServer(ctx, opts, etcdClient, apiPort); err != nil {
 		return nil, err
 	}
-	if opts.ControllerManager {
+	if opts.ControllerManager || opts.KWOK != "" {
 		if err := cp.startControllerManager(ctx, opts, kcmPort); err != nil {
 			return nil, err
 		}
@@ -110,6 +117,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	if len(opts.CRDs) > 0 {
 		if err := InstallCRDs(ctx, cp.Config, opts.CRDs); err != nil {
+			return nil, err
+		}
+	}
+	if opts.KWOK != "" {
+		if err := cp.startKWOK(ctx, opts, kwokPort); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +155,12 @@ func (cp *ControlPlane) Pids() []int {
 }
 
 func (cp *ControlPlane) start(name string, opts Options, args ...string) (*process, error) {
-	p, err := startProcess(name, filepath.Join(opts.BinDir, name), cp.Dir, args, opts.Output)
+	return cp.startBinary(name, filepath.Join(opts.BinDir, name), opts, args, nil)
+}
+
+// startBinary starts bin as the component name and records it for Stop.
+func (cp *ControlPlane) startBinary(name, bin string, opts Options, args, env []string) (*process, error) {
+	p, err := startProcess(name, bin, cp.Dir, args, env, opts.Output)
 	if err != nil {
 		return nil, err
 	}
@@ -243,8 +260,14 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, opts Options, etcdPo
 }
 
 func (cp *ControlPlane) startControllerManager(ctx context.Context, opts Options, port int) error {
+	controllers := "deployment-controller,replicaset-controller,statefulset-controller,job-controller,daemonset-controller,garbage-collector-controller,disruption-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller"
+	if opts.KWOK != "" {
+		// kwok reports nodes Ready; lifting the not-ready taint then is the
+		// node lifecycle controller's part, as in a real cluster.
+		controllers += ",node-lifecycle-controller"
+	}
 	p, err := cp.start("kube-controller-manager", opts, append(cp.componentArgs("kube-controller-manager", port),
-		"--controllers=deployment-controller,replicaset-controller,statefulset-controller,job-controller,daemonset-controller,garbage-collector-controller,disruption-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller",
+		"--controllers="+controllers,
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--root-ca-file="+filepath.Join(cp.Dir, "apiserver.crt"),
 		"--use-service-account-credentials=false",

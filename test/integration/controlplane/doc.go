@@ -2,7 +2,10 @@
 // tests: etcd and kube-apiserver, and on request kube-controller-manager and
 // kube-scheduler, all on loopback with free ports, token authentication and a
 // private temporary directory. It installs Nodewright's CRDs and hands tests a
-// rest.Config.
+// rest.Config. With Options.KWOK it also runs the real kwok controller
+// (sigs.k8s.io/kwok, built by hack/kwok.sh; $NODEWRIGHT_KWOK_BIN) to play the
+// kubelet of the nodes Nodewright's kwok provider creates, with the stages in
+// kwok.yaml.
 //
 // The binaries come from hack/controlplane.sh (built once from the versions
 // pinned in hack/go.mod and cached); their directory is passed in Options or in

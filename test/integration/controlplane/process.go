@@ -21,8 +21,9 @@ type process struct {
 }
 
 // startProcess starts bin with args, sending its output to dir/<name>.log
-// (and to extra, when not nil).
-func startProcess(name, bin, dir string, args []string, extra io.Writer) (*process, error) {
+// (and to extra, when not nil). env, when not empty, is added to the test
+// binary's environment.
+func startProcess(name, bin, dir string, args, env []string, extra io.Writer) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -35,6 +36,9 @@ func startProcess(name, bin, dir string, args []string, extra io.Writer) (*proce
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:   true,            // signals to the test's group do not reach it twice
 		Pdeathsig: syscall.SIGKILL, // and it dies with the test binary, whatever happens

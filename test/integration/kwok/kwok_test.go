@@ -1,11 +1,13 @@
 //go:build integration
 
-// Package kwok_test runs the kwok provider and its emulated kubelet against a
-// real kube-apiserver and kube-scheduler.
+// Package kwok_test runs the kwok provider against a real kube-apiserver and
+// kube-scheduler, with Nodewright's emulated kubelet and, in a second control
+// plane, with the real kwok controller (sigs.k8s.io/kwok) instead.
 package kwok_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -32,7 +34,12 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.Main(m, controlplane.Options{Scheduler: true}, &cp))
+	code := controlplane.Main(m, controlplane.Options{Scheduler: true}, &cp)
+	if err := stopRealKWOK(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func scheme(t *testing.T) *runtime.Scheme {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/test/integration/controlplane"
 )
 
 // sandbox is a running sandbox and what `up` printed.
@@ -38,8 +40,8 @@ type sandbox struct {
 	kube  client.Client
 }
 
-// start builds cmd/sandbox and runs `up` with a provider.
-func start(t *testing.T, provider string) *sandbox {
+// start builds cmd/sandbox and runs `up` with a provider and a --kwok mode.
+func start(t *testing.T, provider, kwok string) *sandbox {
 	t.Helper()
 	root, err := filepath.Abs("../../..")
 	if err != nil {
@@ -51,7 +53,7 @@ func start(t *testing.T, provider string) *sandbox {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the sandbox: %v\n%s", err, out)
 	}
-	up := exec.Command(s.bin, "up", "--state", s.state, "--cloud-provider", provider)
+	up := exec.Command(s.bin, "up", "--state", s.state, "--cloud-provider", provider, "--kwok", kwok)
 	up.Dir = root
 	out, err := up.Output()
 	if err != nil {
@@ -157,7 +159,7 @@ func (s *sandbox) running(ctx context.Context, app string, onNode func(*corev1.N
 func managed(n *corev1.Node) bool { return n.Labels[karpv1.LabelNodePool] != "" }
 
 func TestSandboxFromStartToStop(t *testing.T) {
-	s := start(t, "kwok")
+	s := start(t, "kwok", "builtin")
 	if !strings.HasPrefix(s.lines[1], "kubectl apply -f examples/") {
 		t.Fatalf("the second line %q does not apply an example", s.lines[1])
 	}
@@ -182,13 +184,42 @@ func TestSandboxFromStartToStop(t *testing.T) {
 // put web-api's pods on the stable pool's fake-AWS nodes; then everything
 // stops.
 func TestSandboxWithTheFakeAWS(t *testing.T) {
-	s := start(t, "aws")
+	s := start(t, "aws", "builtin")
 	s.shell(t, s.lines[1])
 	s.poll(t, "web-api's 6 pods on the stable pool's fake-AWS nodes", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		n, err := s.running(ctx, "web-api", func(node *corev1.Node) bool {
 			return node.Labels[karpv1.LabelNodePool] == "stable" && strings.HasPrefix(node.Spec.ProviderID, "aws:///")
 		})
 		return n == 6, err
+	})
+	s.stop(t)
+}
+
+// The sandbox with the real kwok controller playing the kubelet: the
+// quickstart's pods run on Nodewright's nodes, kwok is among the processes
+// the sandbox records, and `down` stops it with the rest.
+func TestSandboxWithTheRealKWOK(t *testing.T) {
+	bin := controlplane.KWOKBinary()
+	if bin == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set, and CI must run the sandbox with the real kwok: `make test-integration` sets it", controlplane.EnvKWOKBin)
+		}
+		t.Skipf("%s is not set: skipping the sandbox with the real kwok (`make kwok` builds it)", controlplane.EnvKWOKBin)
+	}
+	s := start(t, "kwok", "real")
+	if !slices.ContainsFunc(s.pids, func(pid int) bool {
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		return err == nil && exe == bin
+	}) {
+		t.Errorf("no process of the sandbox (%v) runs %s", s.pids, bin)
+	}
+	s.shell(t, s.lines[1])
+	s.shell(t, "kubectl scale deployment web --replicas=4")
+	s.poll(t, "4 web pods running on Nodewright's nodes, under the real kwok", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		n, err := s.running(ctx, "web", func(n *corev1.Node) bool {
+			return managed(n) && n.Status.NodeInfo.KubeletVersion != "" && strings.HasPrefix(n.Status.NodeInfo.KubeletVersion, "kwok-")
+		})
+		return n == 4, err
 	})
 	s.stop(t)
 }
