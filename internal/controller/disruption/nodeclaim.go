@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim/fieldpatch"
 	"github.com/nodewright/nodewright/internal/controller/termination"
 	"github.com/nodewright/nodewright/internal/controller/watch"
 	"github.com/nodewright/nodewright/internal/disruption"
@@ -56,8 +58,18 @@ type Claims struct {
 	recorder record.EventRecorder
 	metrics  *metrics.Metrics
 
+	// reader reads again after a write conflict (nil: through kube).
+	reader client.Reader
+
 	mu   sync.Mutex
 	pods map[string]string // NodeClaim -> the pods on its node when last seen
+}
+
+// WithAPIReader has status writes that conflict read the claim again
+// through r (the manager's APIReader) rather than through the cache.
+func (c *Claims) WithAPIReader(r client.Reader) *Claims {
+	c.reader = r
+	return c
 }
 
 // NewClaims wires the reconciler.
@@ -93,8 +105,18 @@ func (c *Claims) Controllers() []watch.Controller {
 }
 
 // Reconcile records pod events, expires the NodeClaim when its time has
-// come, and keeps its Consolidatable condition.
+// come, and keeps its Consolidatable condition. A status write that still
+// conflicts after its retries requeues the claim without an error.
 func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if fieldpatch.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("write conflict, requeueing", "NodeClaim", req.Name, "error", err.Error())
+		return reconcile.Result{RequeueAfter: fieldpatch.ConflictRequeue}, nil
+	}
+	return res, err
+}
+
+func (c *Claims) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &karpv1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		c.forget(req.Name)
@@ -114,7 +136,7 @@ func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return reconcile.Result{}, nil
 	}
 	before := nc.DeepCopy()
-	changed, err := c.podEvent(ctx, nc)
+	changed, undo, err := c.podEvent(ctx, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -128,21 +150,47 @@ func (c *Claims) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		setCondition(nc, karpv1.ConditionTypeConsolidatable, ok, "NotConsolidatable", message, now)
 		wait = left
 		if err := c.drift(ctx, nc, np); err != nil {
+			undo()
 			return reconcile.Result{}, err
 		}
 		if wait == 0 || wait > DriftRecheck {
 			wait = DriftRecheck
 		}
 	}
-	if !equality.Semantic.DeepEqual(before.Status, nc.Status) {
-		if err := c.kube.Status().Update(ctx, nc); err != nil {
-			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
-		}
+	if err := c.writeStatus(ctx, before, nc); err != nil {
+		undo() // the pod event is seen again next time
+		return reconcile.Result{}, err
 	}
 	if _, left := disruption.Expired(nc, now); left > 0 && (wait == 0 || left < wait) {
 		wait = left
 	}
 	return reconcile.Result{RequeueAfter: wait}, nil
+}
+
+// ownedConditions are the NodeClaim conditions this reconciler writes.
+var ownedConditions = []string{karpv1.ConditionTypeConsolidatable, karpv1.ConditionTypeDrifted}
+
+// writeStatus writes the change from base (as read) to want of the fields
+// this reconciler owns: lastPodEventTime, Consolidatable and Drifted. The
+// conditions list goes whole in a merge patch, so that patch is locked to
+// base's version: the lifecycle's, termination's and the disruption loop's
+// conditions written meanwhile make it conflict, and the same change is
+// then made on a fresh copy instead of dropping theirs. Nothing is written
+// when nothing changed.
+func (c *Claims) writeStatus(ctx context.Context, base, want *karpv1.NodeClaim) error {
+	if equality.Semantic.DeepEqual(base.Status, want.Status) {
+		return nil
+	}
+	was := base.Status
+	if _, err := fieldpatch.Status(ctx, c.kube, c.reader, base.DeepCopy(), func(nc *karpv1.NodeClaim) {
+		if !want.Status.LastPodEventTime.Equal(&was.LastPodEventTime) {
+			nc.Status.LastPodEventTime = want.Status.LastPodEventTime
+		}
+		fieldpatch.OwnedConditions(&nc.Status.Conditions, was.Conditions, want.Status.Conditions, ownedConditions...)
+	}); err != nil {
+		return fmt.Errorf("updating nodeclaim %s status: %w", want.Name, err)
+	}
+	return nil
 }
 
 // drift keeps the Drifted condition: true with the reason while the
@@ -180,15 +228,17 @@ func (c *Claims) drift(ctx context.Context, nc *karpv1.NodeClaim, np *karpv1.Nod
 }
 
 // podEvent reports whether the set of pods on the NodeClaim's node changed
-// since the last look (a pod bound, or gone).
-func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (bool, error) {
+// since the last look (a pod bound, or gone); undo forgets this look, for
+// a pass whose status write failed.
+func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (changed bool, undo func(), err error) {
+	undo = func() {}
 	if nc.Status.NodeName == "" {
-		return false, nil
+		return false, undo, nil
 	}
 	pods := &corev1.PodList{}
 	// Read only: the cache's objects are not copied.
 	if err := c.kube.List(ctx, pods, client.MatchingFields{termination.PodNodeNameIndex: nc.Status.NodeName}, client.UnsafeDisableDeepCopy); err != nil {
-		return false, fmt.Errorf("listing the pods of node %s: %w", nc.Status.NodeName, err)
+		return false, undo, fmt.Errorf("listing the pods of node %s: %w", nc.Status.NodeName, err)
 	}
 	var keys []string
 	for _, p := range pods.Items {
@@ -202,7 +252,19 @@ func (c *Claims) podEvent(ctx context.Context, nc *karpv1.NodeClaim) (bool, erro
 	defer c.mu.Unlock()
 	was, seen := c.pods[nc.Name]
 	c.pods[nc.Name] = now
-	return seen && was != now || !seen && len(keys) > 0 && nc.Status.LastPodEventTime.IsZero(), nil
+	undo = func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.pods[nc.Name] != now {
+			return // a later look
+		}
+		if seen {
+			c.pods[nc.Name] = was
+		} else {
+			delete(c.pods, nc.Name)
+		}
+	}
+	return seen && was != now || !seen && len(keys) > 0 && nc.Status.LastPodEventTime.IsZero(), undo, nil
 }
 
 func (c *Claims) forget(name string) {

@@ -3,7 +3,6 @@ package nodeclaim
 import (
 	"context"
 	"fmt"
-	"github.com/nodewright/nodewright/internal/controller/watch"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim/fieldpatch"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
@@ -45,6 +46,8 @@ type Controller struct {
 	recorder    record.EventRecorder
 	metrics     *metrics.Metrics
 	hinter      Hinter
+	// reader reads again after a write conflict (nil: through kube).
+	reader client.Reader
 }
 
 // Hinter learns which node a NodeClaim registered as, before the node is
@@ -57,6 +60,14 @@ type Hinter interface {
 // unregistered taint.
 func (c *Controller) WithHinter(h Hinter) *Controller {
 	c.hinter = h
+	return c
+}
+
+// WithAPIReader has writes that conflict read the object again through r
+// (the manager's APIReader) rather than through the client's cache, which
+// usually still answers the version that conflicted.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	c.reader = r
 	return c
 }
 
@@ -105,8 +116,19 @@ func (c *Controller) claimsOfNode(ctx context.Context, o client.Object) []reconc
 	return out
 }
 
-// Reconcile moves one NodeClaim along its lifecycle.
+// Reconcile moves one NodeClaim along its lifecycle. A write that
+// conflicts is retried on a fresh copy; one that still conflicts (the
+// cache is behind) requeues the claim without an error.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if fieldpatch.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("write conflict, requeueing", "NodeClaim", req.Name, "error", err.Error())
+		return reconcile.Result{RequeueAfter: fieldpatch.ConflictRequeue}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &karpv1.NodeClaim{}
 	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -115,9 +137,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(nc, karpv1.TerminationFinalizer) {
-		patch := client.MergeFrom(nc.DeepCopy())
-		controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
-		if err := c.kube.Patch(ctx, nc, patch); err != nil {
+		// The finalizers list goes whole: fieldpatch locks it.
+		if _, err := fieldpatch.Object(ctx, c.kube, c.reader, nc, func(nc *karpv1.NodeClaim) {
+			controllerutil.AddFinalizer(nc, karpv1.TerminationFinalizer)
+		}); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the termination finalizer to nodeclaim %s: %w", nc.Name, err)
 		}
 	}
@@ -129,11 +152,27 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, c.delete(ctx, nc, reason)
 	}
-	before := nc.DeepCopy()
+	// base is the claim as the API last answered it: the status this pass
+	// changes is written as its difference from base.
+	base := nc.DeepCopy()
 	if !isTrue(nc, karpv1.ConditionTypeLaunched) {
-		if done, err := c.launch(ctx, nc); done || err != nil {
+		launched, done, err := c.launch(ctx, nc)
+		if done {
 			return reconcile.Result{}, err
 		}
+		if err != nil {
+			c.setCondition(nc, karpv1.ConditionTypeLaunched, false, "LaunchFailed", truncate(err.Error(), 300))
+			if _, serr := c.writeStatus(ctx, base, nc); serr != nil {
+				return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w (and recording it: %v)", nc.Name, err, serr)
+			}
+			return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+		}
+		base = nc.DeepCopy() // labelled: a newer version
+		nc.Status.ProviderID = launched.Status.ProviderID
+		nc.Status.ImageID = launched.Status.ImageID
+		nc.Status.Capacity = launched.Status.Capacity
+		nc.Status.Allocatable = launched.Status.Allocatable
+		c.setCondition(nc, karpv1.ConditionTypeLaunched, true, "", "")
 	}
 	var node *corev1.Node
 	if isTrue(nc, karpv1.ConditionTypeLaunched) {
@@ -149,15 +188,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	ready := isTrue(nc, karpv1.ConditionTypeLaunched) && isTrue(nc, karpv1.ConditionTypeRegistered) && isTrue(nc, karpv1.ConditionTypeInitialized)
 	c.setCondition(nc, karpv1.ConditionTypeReady, ready, "NotReady", "the node has not launched, registered and initialized yet")
-	if !equality.Semantic.DeepEqual(before.Status, nc.Status) {
-		if err := c.kube.Status().Update(ctx, nc); err != nil {
-			return reconcile.Result{}, fmt.Errorf("updating nodeclaim %s status: %w", nc.Name, err)
-		}
+	registered, err := c.writeStatus(ctx, base, nc)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
-	// Counted once the registration is recorded (a conflict above retries
-	// the registration), and once per NodeClaim (its node name is set
-	// once).
-	if node != nil && before.Status.NodeName == "" && nc.Status.NodeName != "" {
+	// Counted once the registration is recorded (a conflict that persists
+	// retries the registration), and once per NodeClaim: only the write
+	// that sets the node name counts it.
+	if registered && node != nil {
 		c.metrics.NodeRegistered(node)
 	}
 	if !ready {
@@ -166,49 +204,86 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// launch creates the instance; done means the NodeClaim was deleted.
-func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (done bool, err error) {
-	launched, err := c.provider.Create(ctx, nc)
+// ownedConditions are the NodeClaim conditions this controller writes.
+var ownedConditions = []string{karpv1.ConditionTypeLaunched, karpv1.ConditionTypeRegistered, karpv1.ConditionTypeInitialized, karpv1.ConditionTypeReady}
+
+// writeStatus writes what this pass changed in the claim's status, from
+// base (as read) to want: the provider ID, image, capacity and
+// allocatable a launch sets, the node name registration sets, and the
+// lifecycle conditions. A concurrent writer's conditions (disruption's,
+// termination's) survive: the patch carries the conditions list, so it is
+// locked to base's version, and a conflict applies the same change to a
+// fresh copy. Nothing is written when nothing changed. registered says
+// the write set the node name (on the copy it was made on, which a stale
+// base may not show).
+func (c *Controller) writeStatus(ctx context.Context, base, want *karpv1.NodeClaim) (registered bool, err error) {
+	if equality.Semantic.DeepEqual(base.Status, want.Status) {
+		return false, nil
+	}
+	was := base.Status
+	obj := base.DeepCopy()
+	written, err := fieldpatch.Status(ctx, c.kube, c.reader, obj, func(nc *karpv1.NodeClaim) {
+		st := &nc.Status
+		registered = st.NodeName == "" && want.Status.NodeName != ""
+		if want.Status.ProviderID != was.ProviderID {
+			st.ProviderID = want.Status.ProviderID
+		}
+		if want.Status.ImageID != was.ImageID {
+			st.ImageID = want.Status.ImageID
+		}
+		if want.Status.NodeName != was.NodeName {
+			st.NodeName = want.Status.NodeName
+		}
+		if !equality.Semantic.DeepEqual(want.Status.Capacity, was.Capacity) {
+			st.Capacity = want.Status.Capacity.DeepCopy()
+		}
+		if !equality.Semantic.DeepEqual(want.Status.Allocatable, was.Allocatable) {
+			st.Allocatable = want.Status.Allocatable.DeepCopy()
+		}
+		fieldpatch.OwnedConditions(&st.Conditions, was.Conditions, want.Status.Conditions, ownedConditions...)
+	})
+	if err != nil {
+		return false, fmt.Errorf("updating nodeclaim %s status: %w", want.Name, err)
+	}
+	return written && registered, nil
+}
+
+// launch creates the instance and labels the claim as the provider
+// answers; done means the NodeClaim was deleted.
+func (c *Controller) launch(ctx context.Context, nc *karpv1.NodeClaim) (launched *karpv1.NodeClaim, done bool, err error) {
+	launched, err = c.provider.Create(ctx, nc)
 	switch {
 	case cloudprovider.IsInsufficientCapacityError(err):
 		for _, o := range cloudprovider.RefusedOfferings(err) {
 			c.unavailable.MarkUnavailable(o.InstanceType, o.Zone, o.CapacityType)
 		}
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInsufficientCapacity, "NodeClaim %s event: %s", nc.Name, err)
-		return true, c.delete(ctx, nc, metrics.ReasonInsufficientCapacity)
+		return nil, true, c.delete(ctx, nc, metrics.ReasonInsufficientCapacity)
 	case cloudprovider.IsNodeClassNotReadyError(err):
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClassNotReady, "NodeClaim %s event: %s", nc.Name, err)
-		return true, c.delete(ctx, nc, metrics.ReasonNodeClassNotReady)
+		return nil, true, c.delete(ctx, nc, metrics.ReasonNodeClassNotReady)
 	case err != nil:
-		c.setCondition(nc, karpv1.ConditionTypeLaunched, false, "LaunchFailed", truncate(err.Error(), 300))
-		if serr := c.kube.Status().Update(ctx, nc); serr != nil {
-			return false, fmt.Errorf("launching nodeclaim %s: %w (and recording it: %v)", nc.Name, err, serr)
+		return nil, false, err
+	}
+	// The provider's labels and annotations (e.g. the NodeClass hash it
+	// launched from): maps, merged key by key, never conflicting.
+	if _, err := fieldpatch.Object(ctx, c.kube, c.reader, nc, func(nc *karpv1.NodeClaim) {
+		for k, v := range launched.Labels {
+			if nc.Labels == nil {
+				nc.Labels = map[string]string{}
+			}
+			nc.Labels[k] = v
 		}
-		return false, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
-	}
-	patch := client.MergeFrom(nc.DeepCopy())
-	for k, v := range launched.Labels {
-		if nc.Labels == nil {
-			nc.Labels = map[string]string{}
+		for k, v := range launched.Annotations {
+			if nc.Annotations == nil {
+				nc.Annotations = map[string]string{}
+			}
+			nc.Annotations[k] = v
 		}
-		nc.Labels[k] = v
+	}); err != nil {
+		return nil, false, fmt.Errorf("labelling launched nodeclaim %s: %w", nc.Name, err)
 	}
-	// The provider's annotations (e.g. the NodeClass hash it launched from).
-	for k, v := range launched.Annotations {
-		if nc.Annotations == nil {
-			nc.Annotations = map[string]string{}
-		}
-		nc.Annotations[k] = v
-	}
-	if err := c.kube.Patch(ctx, nc, patch); err != nil {
-		return false, fmt.Errorf("labelling launched nodeclaim %s: %w", nc.Name, err)
-	}
-	nc.Status.ProviderID = launched.Status.ProviderID
-	nc.Status.ImageID = launched.Status.ImageID
-	nc.Status.Capacity = launched.Status.Capacity
-	nc.Status.Allocatable = launched.Status.Allocatable
-	c.setCondition(nc, karpv1.ConditionTypeLaunched, true, "", "")
-	return false, nil
+	return launched, false, nil
 }
 
 // register finds the node and, the first time, syncs it; it returns the
@@ -244,11 +319,14 @@ func (c *Controller) register(ctx context.Context, nc *karpv1.NodeClaim) (*corev
 			ctrl.LoggerFrom(ctx).Error(err, "nominating planned pods", "NodeClaim", nc.Name, "Node", node.Name)
 		}
 	}
-	if synced := SyncedNode(nc, node); !equality.Semantic.DeepEqual(synced, node) {
-		if err := c.kube.Patch(ctx, synced, client.MergeFrom(node)); err != nil {
-			return nil, fmt.Errorf("registering node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
-		}
-		node = synced
+	// Taints, owner references and finalizers are lists: the patch is
+	// locked, so a taint another controller added or removed meanwhile
+	// is not undone, and a conflict syncs the fresh node instead.
+	node = node.DeepCopy()
+	if _, err := fieldpatch.Object(ctx, c.kube, c.reader, node, func(n *corev1.Node) {
+		*n = *SyncedNode(nc, n)
+	}); err != nil {
+		return nil, fmt.Errorf("registering node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
 	}
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, karpv1.ConditionTypeRegistered, true, "", "")
@@ -262,9 +340,12 @@ func (c *Controller) initialize(ctx context.Context, nc *karpv1.NodeClaim, node 
 		return nil
 	}
 	if node.Labels[karpv1.LabelNodeInitialized] != "true" {
-		patched := node.DeepCopy()
-		patched.Labels[karpv1.LabelNodeInitialized] = "true"
-		if err := c.kube.Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+		if _, err := fieldpatch.Object(ctx, c.kube, c.reader, node.DeepCopy(), func(n *corev1.Node) {
+			if n.Labels == nil {
+				n.Labels = map[string]string{}
+			}
+			n.Labels[karpv1.LabelNodeInitialized] = "true"
+		}); err != nil {
 			return fmt.Errorf("marking node %s initialized: %w", node.Name, err)
 		}
 	}

@@ -21,7 +21,8 @@ import (
 	"github.com/nodewright/nodewright/providers/kwok"
 )
 
-// When the status write after a launch fails (an error, a conflict) the
+// When the status write after a launch fails (an error, or a conflict
+// with nothing newer to read: the pass requeues without an error) the
 // next reconcile, by the same controller or by a fresh one after a
 // restart, records the instance launched instead of launching another.
 func TestLaunchRecordedOnceWhenTheStatusWriteFails(t *testing.T) {
@@ -30,25 +31,28 @@ func TestLaunchRecordedOnceWhenTheStatusWriteFails(t *testing.T) {
 		name    string
 		err     error
 		restart bool
+		// failed: the first reconcile reports an error (else it requeues).
+		failed bool
 	}{
-		{"server error", apierrors.NewInternalError(errors.New("etcd timed out")), false},
-		{"conflict", conflict, false},
-		{"conflict, then a restart", conflict, true},
+		{"server error", apierrors.NewInternalError(errors.New("etcd timed out")), false, true},
+		{"conflict", conflict, false, false},
+		{"conflict, then a restart", conflict, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			failures := 1
-			e := newEnv(t, interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			e := newEnv(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 				if nc, ok := obj.(*karpv1.NodeClaim); ok && failures > 0 && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
 					failures--
 					return tc.err
 				}
-				return c.SubResource(sub).Update(ctx, obj, opts...)
+				return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 			}})
 			e.create(t, "web-abc")
 			req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-abc"}}
-			if _, err := e.controller.Reconcile(ctx, req); err == nil {
-				t.Fatal("the failing status write did not fail the reconcile")
+			res, err := e.controller.Reconcile(ctx, req)
+			if (err != nil) != tc.failed || !tc.failed && res.RequeueAfter == 0 {
+				t.Fatalf("the reconcile whose status write failed: requeue after %v, error %v; want an error %v", res.RequeueAfter, err, tc.failed)
 			}
 			controller := e.controller
 			if tc.restart {

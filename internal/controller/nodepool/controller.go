@@ -3,7 +3,8 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"github.com/nodewright/nodewright/internal/controller/watch"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,25 +15,52 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim/fieldpatch"
+	"github.com/nodewright/nodewright/internal/controller/watch"
 	"github.com/nodewright/nodewright/internal/metrics"
 )
 
+// StatusInterval is how often at most a NodePool's resources and node
+// count are written: a burst of node changes makes one write, not one per
+// change. Condition changes (Ready) are written at once.
+const StatusInterval = 2 * time.Second
+
 // Controller maintains NodePool status.
 type Controller struct {
-	kube    client.Client
-	clock   clock.Clock
-	metrics *metrics.Metrics
+	kube     client.Client
+	clock    clock.Clock
+	metrics  *metrics.Metrics
+	reader   client.Reader
+	interval time.Duration
+
+	mu        sync.Mutex
+	lastWrite map[string]time.Time // NodePool -> its last status write
 }
 
 // New wires the controller.
 func New(kube client.Client, clk clock.Clock, m *metrics.Metrics) *Controller {
-	return &Controller{kube: kube, clock: clk, metrics: m}
+	return &Controller{kube: kube, clock: clk, metrics: m, interval: StatusInterval, lastWrite: map[string]time.Time{}}
+}
+
+// WithAPIReader has status writes that conflict read the pool again
+// through r (the manager's APIReader) rather than through the cache.
+func (c *Controller) WithAPIReader(r client.Reader) *Controller {
+	c.reader = r
+	return c
+}
+
+// WithStatusInterval sets how often at most resources and node counts are
+// written (0: at every change).
+func (c *Controller) WithStatusInterval(d time.Duration) *Controller {
+	c.interval = d
+	return c
 }
 
 // Controllers declares the reconciler, woken by NodePools, their nodes and
@@ -67,12 +95,23 @@ func (c *Controller) poolsOfNodeClass(ctx context.Context, o client.Object) []re
 	return out
 }
 
-// Reconcile recomputes one NodePool's status.
+// Reconcile recomputes one NodePool's status. A write that still
+// conflicts after its retries requeues the pool without an error.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := c.reconcile(ctx, req)
+	if fieldpatch.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("write conflict, requeueing", "NodePool", req.Name, "error", err.Error())
+		return reconcile.Result{RequeueAfter: fieldpatch.ConflictRequeue}, nil
+	}
+	return res, err
+}
+
+func (c *Controller) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	np := &karpv1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		if apierrors.IsNotFound(err) {
 			c.metrics.ForgetNodePool(req.Name)
+			c.forget(req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -83,7 +122,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	before := np.Status.DeepCopy()
+	base := np.DeepCopy()
 	for _, cond := range Conditions(np, class) {
 		if existing := meta.FindStatusCondition(np.Status.Conditions, cond.Type); existing != nil && existing.Status == cond.Status {
 			cond.LastTransitionTime = existing.LastTransitionTime
@@ -100,12 +139,60 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.metrics.NodePool(np)
 	count := int64(len(nodes.Items))
 	np.Status.Nodes = &count
-	if !equality.Semantic.DeepEqual(before, &np.Status) {
-		if err := c.kube.Status().Update(ctx, np); err != nil {
-			return reconcile.Result{}, fmt.Errorf("updating nodepool %s status: %w", np.Name, err)
+	return c.writeStatus(ctx, base, np)
+}
+
+// ownedConditions are the NodePool conditions this controller writes.
+var ownedConditions = []string{karpv1.ConditionTypeValidationSucceeded, karpv1.ConditionTypeNodeClassReady, karpv1.ConditionTypeReady}
+
+// writeStatus writes the change from base (as read) to want: at once when
+// a condition changed, otherwise (resources and node count) no sooner than
+// the interval after the pool's last write, requeueing until then. The
+// conditions list goes whole in a merge patch, so that patch is locked to
+// base's version and a conflict applies the same change to a fresh copy;
+// resources (a map) and nodes (a number) merge without a lock.
+func (c *Controller) writeStatus(ctx context.Context, base, want *karpv1.NodePool) (reconcile.Result, error) {
+	was := base.Status
+	if equality.Semantic.DeepEqual(was, want.Status) {
+		return reconcile.Result{}, nil
+	}
+	now := c.clock.Now()
+	if equality.Semantic.DeepEqual(was.Conditions, want.Status.Conditions) {
+		if wait := c.wait(want.Name, now); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	written, err := fieldpatch.Status(ctx, c.kube, c.reader, base.DeepCopy(), func(np *karpv1.NodePool) {
+		fieldpatch.OwnedConditions(&np.Status.Conditions, was.Conditions, want.Status.Conditions, ownedConditions...)
+		np.Status.Resources = want.Status.Resources.DeepCopy()
+		np.Status.Nodes = want.Status.Nodes
+	})
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("updating nodepool %s status: %w", want.Name, err)
+	}
+	if written {
+		c.mu.Lock()
+		c.lastWrite[want.Name] = now
+		c.mu.Unlock()
+	}
 	return reconcile.Result{}, nil
+}
+
+// wait is how long the pool's next status write must wait.
+func (c *Controller) wait(name string, now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, ok := c.lastWrite[name]
+	if !ok {
+		return 0
+	}
+	return max(last.Add(c.interval).Sub(now), 0)
+}
+
+func (c *Controller) forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.lastWrite, name)
 }
 
 // stampHash writes the template hash on the pool and, when the hash

@@ -2,7 +2,10 @@
 // runtime checks the CRD cannot express), NodeClassReady (the referenced
 // NodeClass exists, is not being deleted, and is not un-ready), Ready (both),
 // and status.resources / status.nodes (the capacity and count of its nodes).
-// The provisioner launches only from Ready pools.
+// The provisioner launches only from Ready pools. Status is written as a
+// merge patch of these fields only; resources and nodes at most once per
+// StatusInterval (a burst of node changes makes one write), condition
+// changes at once.
 //
 // It also owns the template hash (karpenter.sh/nodepool-hash and
 // karpenter.sh/nodepool-hash-version, as Karpenter writes them): Hash
