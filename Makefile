@@ -44,11 +44,11 @@ FUZZ_TARGETS := ./internal/sched/requirement/:FuzzRequirementAlgebra ./internal/
 	./internal/manifest/:FuzzManifests ./pkg/catalog/:FuzzParse ./internal/simulator/:FuzzScenario \
 	./providers/aws/interruption/:FuzzParseMessage
 .PHONY: fuzz
-fuzz: ## Run each native Go fuzz target for $(FUZZTIME) (e.g. FUZZTIME=60s); a crasher lands in its package's testdata/fuzz.
+fuzz: ## Run each native Go fuzz target for $(FUZZTIME) (e.g. FUZZTIME=60s); a crasher lands in its package's testdata/fuzz (hack/fuzz.sh).
 	@for t in $(FUZZ_TARGETS); do \
 		pkg="$${t%%:*}" name="$${t##*:}"; \
 		echo "--- $$name ($$pkg, $(FUZZTIME))"; \
-		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg" || exit 1; \
+		hack/fuzz.sh "$$pkg" "$$name" $(FUZZTIME) || exit 1; \
 	done
 
 SANDBOX_PROVIDER ?= kwok

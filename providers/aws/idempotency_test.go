@@ -169,27 +169,47 @@ func TestCreateRetriesAFleetThatLaunchedNothing(t *testing.T) {
 
 // The NodeClaim controller launches once when the status write after the
 // launch fails: the next reconcile finds the instance instead of buying
-// another, whether the write errs, conflicts, or the process restarts.
+// another, whether the write errs, conflicts, or the process restarts. A
+// server error fails the reconcile; a conflict is written again on a fresh
+// read or requeued, without an error.
 func TestNodeClaimControllerLaunchesOnceWhenTheStatusWriteFails(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		err  error
-		lag  time.Duration
+		name    string
+		err     error
+		lag     time.Duration
+		wantErr bool
 	}{
-		{"server error", apierrors.NewInternalError(errors.New("etcd timed out")), 0},
-		{"conflict", apierrors.NewConflict(karpv1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), "web-1", errors.New("changed meanwhile")), 0},
-		{"server error while EC2 does not describe the instance yet", apierrors.NewInternalError(errors.New("etcd timed out")), time.Minute},
+		{"server error", apierrors.NewInternalError(errors.New("etcd timed out")), 0, true},
+		{"conflict", apierrors.NewConflict(karpv1.SchemeGroupVersion.WithResource("nodeclaims").GroupResource(), "web-1", errors.New("changed meanwhile")), 0, false},
+		{"server error while EC2 does not describe the instance yet", apierrors.NewInternalError(errors.New("etcd timed out")), time.Minute, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			failures := 1
-			e := newEnv(t, defaultClass("default"), interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-				if nc, ok := obj.(*karpv1.NodeClaim); ok && failures > 0 && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
+			// The status write that records the launch fails once, whether
+			// the controller sends it as an update or a patch.
+			fails := func(obj client.Object) bool {
+				nc, ok := obj.(*karpv1.NodeClaim)
+				if ok && failures > 0 && meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeLaunched) {
 					failures--
-					return tc.err
+					return true
 				}
-				return c.SubResource(sub).Update(ctx, obj, opts...)
-			}})
+				return false
+			}
+			e := newEnv(t, defaultClass("default"), interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					if fails(obj) {
+						return tc.err
+					}
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					if fails(obj) {
+						return tc.err
+					}
+					return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				},
+			})
 			e.resolve(t, "default")
 			e.fake.SetDescribeLag(tc.lag)
 			nc := e.nodeClaim("web-1")
@@ -211,8 +231,11 @@ func TestNodeClaimControllerLaunchesOnceWhenTheStatusWriteFails(t *testing.T) {
 				return nodeclaim.New(e.kube, provider, e.clock, state.NewUnavailableOfferings(e.clock, state.DefaultUnavailableTTL), record.NewFakeRecorder(100), m)
 			}
 			req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
-			if _, err := newController().Reconcile(ctx, req); err == nil {
-				t.Fatal("the failing status write did not fail the reconcile")
+			if _, err := newController().Reconcile(ctx, req); (err != nil) != tc.wantErr {
+				t.Fatalf("the reconcile whose status write fails: error %v, want an error: %t", err, tc.wantErr)
+			}
+			if failures != 0 {
+				t.Fatal("the launch's status write was never sent")
 			}
 			if _, err := newController().Reconcile(ctx, req); err != nil {
 				t.Fatalf("the reconcile after: %v", err)
