@@ -1,62 +1,108 @@
 package kwok
 
 import (
-	"context"
 	"fmt"
-	"github.com/nodewright/nodewright/internal/controller/watch"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/nodewright/nodewright/internal/controller/watch"
 )
 
 // KubeletOptions configure the emulated kubelet of kwok nodes.
 type KubeletOptions struct {
 	// RegistrationDelay is how long after its creation a node turns Ready.
 	RegistrationDelay time.Duration
-	// HeartbeatInterval is how often a Ready node's condition is renewed.
+	// HeartbeatInterval is how often the kubelet proves it is alive: it
+	// renews its node's Lease in kube-node-lease this often (default 10s,
+	// a kubelet's renewal interval). The node lifecycle controller marks a
+	// node Unknown when it sees neither a lease renewal nor a fresh Ready
+	// heartbeat for its grace period (50s by default), so keep this well
+	// below that where one runs; the simulator, which has none, sets an
+	// hour to save writes.
 	HeartbeatInterval time.Duration
+	// StatusInterval is how often the Ready condition's heartbeat is
+	// re-posted in the node's status when nothing changed (default a
+	// minute; never more often than HeartbeatInterval).
+	StatusInterval time.Duration
 	// ProviderIDPrefixes are the nodes it plays the kubelet of (default:
 	// kwok's); the fake AWS adds "aws:///" for its instances' nodes.
 	ProviderIDPrefixes []string
 	// Name prefixes its controllers' names (default "kwok.kubelet").
 	Name string
+	// Workers are how many pods and nodes it reconciles at once.
+	Workers KubeletWorkers
 }
 
-// DefaultKubeletOptions: ready at once, a heartbeat a minute.
-var DefaultKubeletOptions = KubeletOptions{HeartbeatInterval: time.Minute}
+// KubeletWorkers size the emulated kubelet's controllers. Requests for one
+// object are never reconciled concurrently.
+type KubeletWorkers struct {
+	// Pods: default 32.
+	Pods int
+	// Nodes: default 8.
+	Nodes int
+}
+
+// DefaultKubeletOptions: ready at once, a lease renewal every 10s, a
+// status heartbeat a minute.
+var DefaultKubeletOptions = KubeletOptions{
+	HeartbeatInterval: 10 * time.Second,
+	StatusInterval:    time.Minute,
+	Workers:           KubeletWorkers{Pods: 32, Nodes: 8},
+}
 
 // Kubelet plays the kubelet of kwok nodes: it reports them Ready once the
-// registration delay has passed (and keeps the heartbeat fresh), removes the
-// node.kubernetes.io/not-ready taints the API server put on them, runs the
-// pods bound to them (phase Running, conditions True), and finishes pods
-// being deleted (their containers stop at once).
+// registration delay has passed (and keeps their lease and Ready heartbeat
+// fresh), removes the node.kubernetes.io/not-ready taints the API server
+// put on them, runs the pods bound to them (phase Running, conditions
+// True), and finishes pods being deleted (their containers stop at once).
+//
+// It writes only what a kubelet owns, by patches that do not depend on the
+// object's resource version, so it does not fight the node lifecycle
+// controller, kube-scheduler or Nodewright over whole-object updates.
 type Kubelet struct {
-	kube  client.Client
-	clock clock.Clock
-	opts  KubeletOptions
+	kube   client.Client
+	clock  clock.Clock
+	opts   KubeletOptions
+	leases *leases
+	// finished are the pods it removed whose deletion the cache may not
+	// show yet.
+	finished *finished
 }
 
 // NewKubelet returns the emulator; register it with SetupWithManager (or
-// serve Controllers another way, as the simulator does).
+// serve Controllers another way, as the simulator does). kube should read
+// from a cache (the manager's client): every reconcile reads its pod and
+// node through it.
 func NewKubelet(kube client.Client, clk clock.Clock, opts KubeletOptions) *Kubelet {
+	d := DefaultKubeletOptions
 	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = DefaultKubeletOptions.HeartbeatInterval
+		opts.HeartbeatInterval = d.HeartbeatInterval
 	}
+	if opts.StatusInterval <= 0 {
+		opts.StatusInterval = d.StatusInterval
+	}
+	opts.StatusInterval = max(opts.StatusInterval, opts.HeartbeatInterval)
 	if opts.Name == "" {
 		opts.Name = "kwok.kubelet"
 	}
 	if len(opts.ProviderIDPrefixes) == 0 {
 		opts.ProviderIDPrefixes = []string{ProviderIDPrefix}
 	}
-	return &Kubelet{kube: kube, clock: clk, opts: opts}
+	if opts.Workers.Pods <= 0 {
+		opts.Workers.Pods = d.Workers.Pods
+	}
+	if opts.Workers.Nodes <= 0 {
+		opts.Workers.Nodes = d.Workers.Nodes
+	}
+	return &Kubelet{kube: kube, clock: clk, opts: opts, leases: &leases{renewed: map[string]time.Time{}}, finished: &finished{uids: map[types.NamespacedName]types.UID{}}}
 }
 
 // plays reports whether the emulator is the kubelet of a node.
@@ -76,8 +122,8 @@ func (k *Kubelet) Controllers() []watch.Controller {
 		return ok && p.Spec.NodeName != "" && (p.Status.Phase == corev1.PodPending || p.DeletionTimestamp != nil)
 	}
 	return []watch.Controller{
-		{Name: k.opts.Name + ".node", Reconciler: reconcile.Func(k.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, played)}},
-		{Name: k.opts.Name + ".pod", Reconciler: reconcile.Func(k.reconcilePod), Sources: []watch.Source{watch.For(&corev1.Pod{}, bound)}},
+		{Name: k.opts.Name + ".node", Reconciler: reconcile.Func(k.reconcileNode), Sources: []watch.Source{watch.For(&corev1.Node{}, played)}, Workers: k.opts.Workers.Nodes},
+		{Name: k.opts.Name + ".pod", Reconciler: reconcile.Func(k.reconcilePod), Sources: []watch.Source{watch.For(&corev1.Pod{}, bound)}, Workers: k.opts.Workers.Pods},
 	}
 }
 
@@ -90,130 +136,3 @@ func (k *Kubelet) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return nil
 }
-
-func (k *Kubelet) reconcileNode(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	node := &corev1.Node{}
-	if err := k.kube.Get(ctx, req.NamespacedName, node); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	now := k.clock.Now()
-	status, spec, wait := NodeUpdate(node, now, k.opts)
-	if status != nil {
-		if err := k.kube.Status().Update(ctx, status); err != nil {
-			return reconcile.Result{}, fmt.Errorf("reporting node %s ready: %w", node.Name, err)
-		}
-		node = status
-	}
-	if spec != nil {
-		spec.ResourceVersion = node.ResourceVersion
-		if err := k.kube.Update(ctx, spec); err != nil {
-			return reconcile.Result{}, fmt.Errorf("removing not-ready taints of node %s: %w", node.Name, err)
-		}
-	}
-	return reconcile.Result{RequeueAfter: wait}, nil
-}
-
-// NodeUpdate decides what the kubelet does to a node now: the status to
-// write (Ready, heartbeat) or nil, the node with not-ready taints removed or
-// nil, and when to look again.
-func NodeUpdate(node *corev1.Node, now time.Time, opts KubeletOptions) (status, spec *corev1.Node, wait time.Duration) {
-	readyAt := node.CreationTimestamp.Add(opts.RegistrationDelay)
-	if now.Before(readyAt) {
-		return nil, nil, readyAt.Sub(now)
-	}
-	ready := findCondition(node.Status.Conditions, corev1.NodeReady)
-	if ready == nil || ready.Status != corev1.ConditionTrue || now.Sub(ready.LastHeartbeatTime.Time) >= opts.HeartbeatInterval {
-		status = node.DeepCopy()
-		status.Status.Phase = corev1.NodeRunning
-		setReady(status, now)
-	}
-	if slices.ContainsFunc(node.Spec.Taints, isNotReadyTaint) {
-		spec = node.DeepCopy()
-		spec.Spec.Taints = slices.DeleteFunc(spec.Spec.Taints, isNotReadyTaint)
-	}
-	return status, spec, opts.HeartbeatInterval
-}
-
-func isNotReadyTaint(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }
-
-func findCondition(conds []corev1.NodeCondition, t corev1.NodeConditionType) *corev1.NodeCondition {
-	for i := range conds {
-		if conds[i].Type == t {
-			return &conds[i]
-		}
-	}
-	return nil
-}
-
-func setReady(node *corev1.Node, now time.Time) {
-	stamp := metav1.NewTime(now)
-	if c := findCondition(node.Status.Conditions, corev1.NodeReady); c != nil {
-		if c.Status != corev1.ConditionTrue {
-			c.LastTransitionTime = stamp
-		}
-		c.Status, c.Reason, c.Message, c.LastHeartbeatTime = corev1.ConditionTrue, "KubeletReady", "kwok kubelet is posting ready status", stamp
-		return
-	}
-	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
-		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "kwok kubelet is posting ready status", LastHeartbeatTime: stamp, LastTransitionTime: stamp,
-	})
-}
-
-func (k *Kubelet) reconcilePod(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	pod := &corev1.Pod{}
-	if err := k.kube.Get(ctx, req.NamespacedName, pod); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
-	}
-	node := &corev1.Node{}
-	if err := k.kube.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, fmt.Errorf("reading node of pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	if !k.plays(node) {
-		return reconcile.Result{}, nil // a real kubelet's pod
-	}
-	if pod.DeletionTimestamp != nil {
-		// The containers have stopped: remove the pod, as a kubelet does.
-		if err := k.kube.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("finishing pod %s/%s: %w", pod.Namespace, pod.Name, err)
-		}
-		return reconcile.Result{}, nil
-	}
-	running := RunningPod(pod, k.clock.Now())
-	if running == nil {
-		return reconcile.Result{}, nil
-	}
-	if err := k.kube.Status().Update(ctx, running); err != nil {
-		return reconcile.Result{}, fmt.Errorf("running pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	return reconcile.Result{}, nil
-}
-
-// RunningPod returns the pod as a kubelet would report it once started, or
-// nil when there is nothing to do.
-func RunningPod(pod *corev1.Pod, now time.Time) *corev1.Pod {
-	if pod.Spec.NodeName == "" || pod.Status.Phase != corev1.PodPending || pod.DeletionTimestamp != nil {
-		return nil
-	}
-	out := pod.DeepCopy()
-	stamp := metav1.NewTime(now)
-	out.Status.Phase = corev1.PodRunning
-	out.Status.StartTime = &stamp
-	out.Status.Conditions = nil
-	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-		out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: stamp})
-	}
-	out.Status.ContainerStatuses = nil
-	for _, c := range pod.Spec.Containers {
-		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptrTo(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: stamp}},
-		})
-	}
-	return out
-}
-
-func ptrTo[T any](v T) *T { return &v }
