@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -40,6 +39,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Clock times solves for the metric; nil: the real clock.
 	Clock clock.PassiveClock
+	// CreateWorkers is how many NodeClaims of one decision are created at
+	// once (0 or 1: one after another).
+	CreateWorkers int
 }
 
 // Provisioner makes one provisioning decision at a time.
@@ -109,26 +111,7 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 	if err != nil {
 		return nil, err
 	}
-	var created []*karpv1.NodeClaim
-	var errs []error
-	for _, planned := range plan.NodeClaims {
-		nc, err := NodeClaimFor(byName[planned.NodePool], planned)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if err := p.kube.Create(ctx, nc); err != nil {
-			errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", planned.NodePool, err))
-			continue
-		}
-		created = append(created, nc)
-		p.opts.Metrics.NodeClaimCreated(nc, metrics.ReasonProvisioned)
-		p.cluster.UpdateNodeClaim(nc) // count it before the informer does
-		p.cluster.Nominate(planned.Pods, nc.Name, p.opts.NominationTTL)
-		for _, pod := range planned.Pods {
-			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
-		}
-	}
+	created, err := p.create(ctx, plan.NodeClaims, byName)
 	for _, placed := range plan.Existing {
 		p.cluster.Nominate(placed.Pods, placed.Node, p.opts.NominationTTL)
 		for _, pod := range placed.Pods {
@@ -138,7 +121,7 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 	for _, u := range plan.Unschedulable {
 		p.recorder.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
 	}
-	return created, errors.Join(errs...)
+	return created, err
 }
 
 // Plan decides for the pods pending now and creates nothing: a dry run
