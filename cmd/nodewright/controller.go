@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +34,7 @@ func newControllerCommand() *cobra.Command {
 		batchIdle, batchMax, registrationDelay                                    time.Duration
 		leaderElect, kwokKubelet                                                  bool
 		awsFlags                                                                  awsOptions
+		scale                                                                     scaleOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -51,6 +54,9 @@ environment variable named in its help; the flag wins.`,
 			}
 			if batchIdle <= 0 || batchMax < batchIdle {
 				return fmt.Errorf("--batch-idle-duration %s and --batch-max-duration %s: want 0 < idle <= max", batchIdle, batchMax)
+			}
+			if err := scale.validate(); err != nil {
+				return err
 			}
 			level, err := zapcore.ParseLevel(logLevel)
 			if err != nil {
@@ -75,12 +81,14 @@ environment variable named in its help; the flag wins.`,
 			if err != nil {
 				return fmt.Errorf("--kubeconfig %q: loading the cluster configuration: %w", kubeconfig, err)
 			}
-			return operator.Run(ctrl.SetupSignalHandler(), restConfig, operator.Config{
+			conf := operator.Config{
 				CloudProvider: cloudProvider, AWS: awsConf, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
 				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy, SpotToSpotConsolidation: gates[gateSpotToSpot],
 				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
 				Logger: zap.New(zap.Level(level), zap.JSONEncoder()), Version: resolvedVersion(),
-			})
+			}
+			scale.apply(&conf)
+			return operator.Run(ctrl.SetupSignalHandler(), restConfig, conf)
 		},
 	}
 	f := cmd.Flags()
@@ -90,6 +98,7 @@ environment variable named in its help; the flag wins.`,
 	f.StringVar(&catalogFile, "catalog", envDefault("INSTANCE_TYPES_FILE_PATH", ""), "instance-type catalog for the kwok provider (env INSTANCE_TYPES_FILE_PATH; default: the embedded AWS-like catalog)")
 	f.DurationVar(&batchIdle, "batch-idle-duration", durationEnv("BATCH_IDLE_DURATION", time.Second), "a provisioning window closes after this long without new pending pods (env BATCH_IDLE_DURATION)")
 	f.DurationVar(&batchMax, "batch-max-duration", durationEnv("BATCH_MAX_DURATION", 10*time.Second), "a provisioning window closes after this long at most (env BATCH_MAX_DURATION)")
+	scale.register(f)
 	f.StringVar(&featureGates, "feature-gates", envDefault("FEATURE_GATES", ""), "comma-separated NAME=true|false (env FEATURE_GATES): SpotToSpotConsolidation (default false)")
 	f.StringVar(&minValues, "min-values-policy", envDefault("MIN_VALUES_POLICY", string(sched.MinValuesStrict)), "Strict or BestEffort (env MIN_VALUES_POLICY)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", envDefault("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address, 0 to disable (env METRICS_BIND_ADDRESS)")
@@ -100,6 +109,47 @@ environment variable named in its help; the flag wins.`,
 	f.DurationVar(&registrationDelay, "kwok-registration-delay", durationEnv("KWOK_REGISTRATION_DELAY", 0), "how long a kwok node takes to turn Ready (env KWOK_REGISTRATION_DELAY)")
 	f.StringVar(&logLevel, "log-level", envDefault("LOG_LEVEL", "info"), "debug, info or error (env LOG_LEVEL)")
 	return cmd
+}
+
+// scaleOptions are the flags that size the controller for large clusters:
+// the API client's rate limit, the informers' resync and the controllers'
+// workers.
+type scaleOptions struct {
+	qps     float32
+	burst   int
+	workers int
+	resync  time.Duration
+}
+
+func (o *scaleOptions) register(f *pflag.FlagSet) {
+	f.Float32Var(&o.qps, "kube-client-qps", float32Env("KUBE_CLIENT_QPS", operator.DefaultKubeClientQPS), "requests per second to the API server, sustained (env KUBE_CLIENT_QPS)")
+	f.IntVar(&o.burst, "kube-client-burst", intEnv("KUBE_CLIENT_BURST", operator.DefaultKubeClientBurst), "requests to the API server allowed at once before --kube-client-qps paces them (env KUBE_CLIENT_BURST)")
+	f.IntVar(&o.workers, "controller-workers", intEnv("CONTROLLER_WORKERS", operator.DefaultControllerWorkers), "objects each controller reconciles at once: NodeClaim launches and terminations, hints, NodePool and NodeClass status, the kwok kubelet (env CONTROLLER_WORKERS)")
+	f.DurationVar(&o.resync, "informer-resync-period", durationEnv("INFORMER_RESYNC_PERIOD", 10*time.Hour), "how often the informers replay every object they hold to the controllers, without reading the API; 0 never (env INFORMER_RESYNC_PERIOD; default: controller-runtime's)")
+}
+
+// validate names the flag at fault.
+func (o *scaleOptions) validate() error {
+	if o.qps <= 0 || math.IsInf(float64(o.qps), 0) || math.IsNaN(float64(o.qps)) {
+		return fmt.Errorf("--kube-client-qps %v: want a number above 0", o.qps)
+	}
+	if o.burst < int(math.Ceil(float64(o.qps))) {
+		return fmt.Errorf("--kube-client-burst %d: want at least --kube-client-qps %v (rounded up)", o.burst, o.qps)
+	}
+	if o.workers < 1 {
+		return fmt.Errorf("--controller-workers %d: want at least 1", o.workers)
+	}
+	if o.resync < 0 {
+		return fmt.Errorf("--informer-resync-period %s: want 0 (never) or more", o.resync)
+	}
+	return nil
+}
+
+// apply sets the validated flags on conf.
+func (o *scaleOptions) apply(conf *operator.Config) {
+	conf.KubeClientQPS, conf.KubeClientBurst, conf.ControllerWorkers = o.qps, o.burst, o.workers
+	resync := o.resync
+	conf.InformerResync = &resync
 }
 
 // durationEnv and boolEnv parse an environment default; a malformed value
@@ -115,6 +165,32 @@ func durationEnv(name string, def time.Duration) time.Duration {
 		os.Exit(1)
 	}
 	return d
+}
+
+func float32Env(name string, def float32) float32 {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 32)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %s=%q is not a number\n", name, v)
+		os.Exit(1)
+	}
+	return float32(f)
+}
+
+func intEnv(name string, def int) int {
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %s=%q is not an integer\n", name, v)
+		os.Exit(1)
+	}
+	return n
 }
 
 func boolEnv(name string, def bool) bool {

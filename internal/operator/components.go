@@ -141,6 +141,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, provider, cluster, clk, deps.Recorder, m).Controllers()...)
 	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
 		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
+		CreateWorkers: conf.NodeClaimCreateWorkers,
 	})
 	policy := pdisruption.DefaultPolicy
 	policy.SpotToSpot = conf.SpotToSpotConsolidation
@@ -153,6 +154,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	if orphanAge == 0 {
 		orphanAge = garbagecollection.MinInstanceAge
 	}
+	withWorkers(c.Controllers, conf.ControllerWorkers)
 	c.GarbageCollector = garbagecollection.New(kube, provider, clk, orphanAge, conf.Logger.WithName("garbagecollection"), m)
 	c.Batcher = provisioning.NewBatcher(clk, conf.BatchIdle, conf.BatchMax)
 	if queue != nil {
@@ -160,6 +162,23 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 			interruption.Options{Queue: conf.AWS.InterruptionQueue, ShortPoll: conf.AWS.ShortPoll}).WithAPIReader(deps.APIReader)
 	}
 	return c, nil
+}
+
+// withWorkers has every controller that does not declare its own Workers
+// (the kwok kubelet sizes its own; one that must stay serial declares 1)
+// reconcile up to workers objects at once. Each was checked for it: the
+// state a reconciler shares across objects is its clients, clock and
+// provider (safe for concurrent use) or a map under a mutex (nomination's
+// hints, disruption's pod signatures), and controller-runtime never
+// reconciles one object twice at once. All of them wait on the API server
+// or the cloud: NodeClaim launches and terminations, hints, NodePool and
+// NodeClass status.
+func withWorkers(controllers []watch.Controller, workers int) {
+	for i := range controllers {
+		if controllers[i].Workers == 0 {
+			controllers[i].Workers = workers
+		}
+	}
 }
 
 // replacer adapts the provisioner to the interruption controller: a

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -58,7 +59,28 @@ type Config struct {
 	KWOKHeartbeat time.Duration
 	// BatchIdle and BatchMax shape provisioning windows.
 	BatchIdle, BatchMax time.Duration
-	MinValuesPolicy     sched.MinValuesPolicy
+	// KubeClientQPS and KubeClientBurst rate-limit Nodewright's requests
+	// to the API server (0: DefaultKubeClientQPS and
+	// DefaultKubeClientBurst, Karpenter's; client-go's own 5 and 10 would
+	// throttle a cluster of thousands of pods).
+	KubeClientQPS   float32
+	KubeClientBurst int
+	// InformerResync is how often the informers replay every object they
+	// hold as an update, waking the controllers on it (nil:
+	// controller-runtime's 10 h; 0: never). It reads nothing from the API.
+	InformerResync *time.Duration
+	// ControllerWorkers is how many objects each controller reconciles at
+	// once (never the same object twice at once). Run: 0 means
+	// DefaultControllerWorkers. Build applies it as given, 0 meaning one
+	// (the simulator serves the controllers one request at a time).
+	ControllerWorkers int
+	// NodeClaimCreateWorkers is how many NodeClaims of one provisioning
+	// decision are created at once. Run: 0 means
+	// provisioning.DefaultCreateWorkers. Build applies it as given, 0
+	// meaning one after another (the simulator's in-memory API and its
+	// seeded faults are single-threaded).
+	NodeClaimCreateWorkers int
+	MinValuesPolicy        sched.MinValuesPolicy
 	// SpotToSpotConsolidation lets consolidation replace spot nodes with
 	// cheaper spot nodes (Karpenter's feature gate of that name).
 	SpotToSpotConsolidation bool
@@ -93,25 +115,14 @@ func Scheme() (*runtime.Scheme, error) {
 
 // Run runs the controllers until ctx ends.
 func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
-	if conf.Clock == nil {
-		conf.Clock = clock.RealClock{}
-	}
+	conf = conf.withRunDefaults()
+	restConfig = clientConfig(restConfig, conf)
 	scheme, err := Scheme()
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(conf.Logger)
-	mgr, err := ctrl.NewManager(restConfig, manager.Options{
-		Scheme:                        scheme,
-		Logger:                        conf.Logger,
-		Metrics:                       metricsserver.Options{BindAddress: conf.MetricsAddr},
-		HealthProbeBindAddress:        conf.HealthAddr,
-		LeaderElection:                conf.LeaderElection,
-		LeaderElectionID:              "nodewright-leader-election",
-		LeaderElectionNamespace:       conf.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true, // a replica shutting down hands over at once
-		Controller:                    config.Controller{SkipNameValidation: &conf.Embedded},
-	})
+	mgr, err := ctrl.NewManager(restConfig, managerOptions(conf, scheme))
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
@@ -174,6 +185,65 @@ func Run(ctx context.Context, restConfig *rest.Config, conf Config) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// Defaults Run applies to a zero Config, sized for clusters of thousands
+// of nodes.
+const (
+	// DefaultKubeClientQPS and DefaultKubeClientBurst are Karpenter's
+	// (--kube-client-qps, --kube-client-burst).
+	DefaultKubeClientQPS   = 200
+	DefaultKubeClientBurst = 300
+	// DefaultControllerWorkers: a reconcile spends most of its time
+	// waiting on the API server or the cloud, so a few tens of them at
+	// once keep the client's QPS in use without queueing behind its rate
+	// limiter.
+	DefaultControllerWorkers = 20
+)
+
+// withRunDefaults fills what Run defaults and Build takes as given.
+func (conf Config) withRunDefaults() Config {
+	if conf.Clock == nil {
+		conf.Clock = clock.RealClock{}
+	}
+	if conf.KubeClientQPS == 0 {
+		conf.KubeClientQPS = DefaultKubeClientQPS
+	}
+	if conf.KubeClientBurst == 0 {
+		conf.KubeClientBurst = DefaultKubeClientBurst
+	}
+	if conf.ControllerWorkers == 0 {
+		conf.ControllerWorkers = DefaultControllerWorkers
+	}
+	if conf.NodeClaimCreateWorkers == 0 {
+		conf.NodeClaimCreateWorkers = provisioning.DefaultCreateWorkers
+	}
+	return conf
+}
+
+// clientConfig is a copy of restConfig rate-limited as conf says (the
+// caller's is left alone). A RateLimiter already set wins over QPS and
+// burst, as in client-go.
+func clientConfig(restConfig *rest.Config, conf Config) *rest.Config {
+	out := rest.CopyConfig(restConfig)
+	out.QPS, out.Burst = conf.KubeClientQPS, conf.KubeClientBurst
+	return out
+}
+
+// managerOptions are the controller manager's options for conf.
+func managerOptions(conf Config, scheme *runtime.Scheme) manager.Options {
+	return manager.Options{
+		Scheme:                        scheme,
+		Logger:                        conf.Logger,
+		Metrics:                       metricsserver.Options{BindAddress: conf.MetricsAddr},
+		HealthProbeBindAddress:        conf.HealthAddr,
+		LeaderElection:                conf.LeaderElection,
+		LeaderElectionID:              "nodewright-leader-election",
+		LeaderElectionNamespace:       conf.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true, // a replica shutting down hands over at once
+		Controller:                    config.Controller{SkipNameValidation: &conf.Embedded},
+		Cache:                         cache.Options{SyncPeriod: conf.InformerResync},
+	}
 }
 
 // The metrics live in controller-runtime's registry, served on the metrics
