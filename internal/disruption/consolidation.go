@@ -13,17 +13,19 @@ import (
 	"github.com/nodewright/nodewright/internal/sched"
 )
 
-// Underutilized is consolidation. First by deletion: it takes, fewest pods
-// first, the consolidatable nodes of pools with policy
-// WhenEmptyOrUnderutilized whose pods, together with those of the nodes
-// taken before, fit on the nodes that stay (as the solver places them:
-// resources, affinity, spread, taints, volumes), within each pool's budget
-// for Underutilized. When no node can simply go, it replaces one node with
-// one cheaper NodeClaim (see replacement), the first in the same order that
-// allows it. cluster is every node and in-flight NodeClaim with its pods
-// (state's snapshot; only initialized nodes receive pods); pools are the
-// NodePools with their instance types; base carries namespaces, storage
-// and DaemonSet pods for the solver.
+// Underutilized is consolidation. First by deletion: it takes the
+// consolidatable nodes of pools with policy WhenEmptyOrUnderutilized whose
+// pods, together with those of the nodes taken before, fit on the nodes
+// that stay (as the solver places them: resources, affinity, spread,
+// taints, volumes), within each pool's budget for Underutilized, all in
+// one command; which nodes go is chosen so that what stays costs least
+// (see planDeletion). When no node can simply go, it merges a run of nodes
+// onto one cheaper NodeClaim (see multiNode), else replaces one node with
+// one cheaper NodeClaim (see replacement), fewest pods first. cluster is
+// every node and in-flight NodeClaim with its pods (state's snapshot; only
+// initialized nodes receive pods); pools are the NodePools with their
+// instance types; base carries namespaces, storage and DaemonSet pods for
+// the solver.
 func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, now time.Time) (Decision, error) {
 	d := Decision{Command: Command{Reason: karpv1.DisruptionReasonUnderutilized}, Stays: map[string]string{}}
 	members, disrupting := PoolCounts(cands)
@@ -74,47 +76,32 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 	if base.RequestsOf == nil {
 		base.RequestsOf = NewRequestMemo().Of
 	}
-	// Deletion: one session over the nodes that can take pods; each
-	// candidate in turn is drained into the nodes left, kept when every pod
-	// finds a place and reverted otherwise.
-	in := base
-	in.Nodes = receivers(cluster)
-	order := make([]string, 0, len(eligible))
-	for _, c := range eligible {
-		order = append(order, c.Node.Name)
-	}
-	session := sched.NewSession(in, order, func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) })
-	for _, c := range eligible {
-		pool := c.NodePool.Name
-		if left[pool] <= 0 {
-			d.Stays[c.Name()] = fmt.Sprintf("the disruption budget is spent: %s, %d disrupting", explain[pool], disrupting[pool])
-			continue
-		}
-		if u := session.Drain(c.Node.Name); u != nil {
-			if u.Pod == nil { // the node is not one the solver's snapshot lets take part
-				d.Stays[c.Name()] = u.Reason
-			} else {
-				d.Stays[c.Name()] = fmt.Sprintf("pod %s/%s would have no place on the other nodes: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
-			}
-			continue
-		}
-		left[pool]--
-		d.Command.Candidates = append(d.Command.Candidates, c)
-	}
+	// Deletion: the nodes that can simply go, chosen so that what stays
+	// costs least (see planDeletion), all in this one command.
+	del := planDeletion(eligible, cluster, pools, base, left, explain, disrupting)
+	maps.Copy(d.Stays, del.stays)
+	d.Command.Candidates = del.taken
 	if len(d.Command.Candidates) > 0 {
 		return d, nil
 	}
-	if group, planned, ok := multiNode(eligible[:min(len(eligible), maxProbes)], cluster, pools, base, policy, left); ok {
+	if group, planned, ok := multiNode(eligible, cluster, pools, base, policy, left); ok {
 		for _, c := range group {
 			delete(d.Stays, c.Name())
 		}
 		d.Command.Candidates, d.Command.Replacements = group, []sched.NodeClaim{planned}
 		return d, nil
 	}
-	for i, c := range eligible {
-		if left[c.NodePool.Name] <= 0 || i >= maxReplaceProbes {
+	probes := 0
+	for _, c := range eligible {
+		if left[c.NodePool.Name] <= 0 || probes >= maxReplaceProbes {
 			continue
 		}
+		if !policy.SpotToSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot {
+			// Not a probe: a spot node alone is never replaced with the gate off.
+			d.Stays[c.Name()] = "it cannot simply go, and no replacement: " + spotToSpotOff
+			continue
+		}
+		probes++
 		planned, why := replacement([]Candidate{c}, others(cluster, nil, c), pools, base, policy)
 		if why != "" {
 			d.Stays[c.Name()] = "it cannot simply go, and no replacement: " + why
@@ -128,21 +115,25 @@ func Underutilized(cands []Candidate, cluster []sched.Node, pools []sched.NodePo
 }
 
 // Bounds on one round's work, like Karpenter's consolidation timeouts:
-// deletion asks every eligible node (each question is a cheap session
-// drain); a multi-node merge takes at most maxMultiNode nodes (Karpenter's
-// 100) from the first maxProbes eligible ones, and replacement is tried on
-// at most maxReplaceProbes nodes. The rest wait for the next round (10 s
-// later).
+// deletion asks every eligible node in each of its orders (each question
+// is a cheap session drain); a multi-node merge takes at most
+// maxMultiNode nodes (Karpenter's 100), the first eligible ones that are
+// priced and within budget; and single-node replacement is tried on at
+// most maxReplaceProbes nodes that may be replaced. The rest wait for the
+// next round (10 s later).
 const (
 	maxMultiNode     = 100
-	maxProbes        = 10
 	maxReplaceProbes = 3
 )
 
 // multiNode looks for the longest run of eligible candidates (in order, at
 // least two, within their pools' budgets) whose pods fit, with the other
 // nodes' room, on one new NodeClaim cheaper than all of them together:
-// many nodes merged into one. Longer runs are tried by binary search.
+// many nodes merged into one. Longer runs are tried by binary search, as
+// Karpenter does, once the shortest one merges. Spot nodes are in the run: a group with an on-demand
+// node may be replaced (the big spot node merged away with it); a group
+// of spot nodes only is not, unless spot-to-spot consolidation is on
+// (replacement says so).
 func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePool, base sched.Input, policy Policy, left map[string]int) ([]Candidate, sched.NodeClaim, bool) {
 	var run []Candidate
 	budget := maps.Clone(left)
@@ -153,7 +144,7 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 	for _, c := range eligible {
 		// A node whose offering has no known price cannot be weighed
 		// against a replacement (its instance type is gone from its pool).
-		if len(run) == maxMultiNode || !policy.SpotToSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot || !priced(c) {
+		if len(run) == maxMultiNode || !priced(c) {
 			continue
 		}
 		if budget[c.NodePool.Name] > 0 {
@@ -173,9 +164,21 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 		planned, why := replacement(group, others(cluster, gone, group[0]), pools, base, policy)
 		return planned, why == ""
 	}
-	lo, hi := 2, len(run)
-	var best sched.NodeClaim
-	found := 0
+	// The shortest run that may be replaced is tried first: when it cannot
+	// merge, longer runs are not searched (most rounds have nothing to
+	// merge, and each try is a solve over the whole cluster).
+	first := 2
+	for !policy.SpotToSpot && first <= len(run) && allSpot(run[:first]) {
+		first++
+	}
+	if first > len(run) {
+		return nil, sched.NodeClaim{}, false
+	}
+	best, ok := try(first)
+	if !ok {
+		return nil, sched.NodeClaim{}, false
+	}
+	lo, hi, found := first+1, len(run), first
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		if planned, ok := try(mid); ok {
@@ -184,10 +187,17 @@ func multiNode(eligible []Candidate, cluster []sched.Node, pools []sched.NodePoo
 			hi = mid - 1
 		}
 	}
-	if found == 0 {
-		return nil, sched.NodeClaim{}, false
-	}
 	return run[:found], best, true
+}
+
+// allSpot: every candidate runs on spot.
+func allSpot(cs []Candidate) bool {
+	for _, c := range cs {
+		if c.NodeClaim.Labels[karpv1.LabelCapacityType] != karpv1.CapacityTypeSpot {
+			return false
+		}
+	}
+	return true
 }
 
 // receivers are the nodes that can take pods: initialized and staying.

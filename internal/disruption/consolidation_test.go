@@ -214,7 +214,7 @@ func spotCatalog(t *testing.T, n int) []*catalog.InstanceType {
 }
 
 // parseTypes reads a catalog's JSON into the instance types a pool holds.
-func parseTypes(t *testing.T, js string) []*catalog.InstanceType {
+func parseTypes(t testing.TB, js string) []*catalog.InstanceType {
 	t.Helper()
 	types, err := catalog.Parse("test", []byte(js))
 	if err != nil {
@@ -322,5 +322,42 @@ func TestUnderutilizedCandidateMissingFromTheSnapshot(t *testing.T) {
 	}
 	if slices.ContainsFunc(d.Command.Candidates, func(c Candidate) bool { return c.Name() == "a" }) || !strings.Contains(d.Stays["a"], "not a candidate") {
 		t.Errorf("takes %q, stays %v: want a kept, with a reason", names(d.Command.Candidates), d.Stays)
+	}
+}
+
+// A spot node is not replaced on its own (spot-to-spot is off), but it is
+// merged with an on-demand node onto one cheaper NodeClaim, as Karpenter's
+// multi-node consolidation does; two spot nodes are not.
+func TestMergeTakesSpotNodesAlongWithOnDemand(t *testing.T) {
+	const spot, od = karpv1.CapacityTypeSpot, karpv1.CapacityTypeOnDemand
+	cases := []struct {
+		name  string
+		other string
+		want  string
+	}{
+		// c-64 spot (60 pods, $1.21/h) and c-32 on-demand (29 pods,
+		// $0.86/h): neither has room for the other's pods; a c-96 spot
+		// ($1.81/h) holds all 89, under 90 % of $2.07/h.
+		{"spot with on-demand: merged", od, "n00-c-32x,n01-c-64x"},
+		{"spot with spot: kept", spot, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := scaledDown(t, []scaledNode{{"c-32x", "a", tc.other, 29, 0}, {"c-64x", "a", spot, 60, 0}})
+			cands, cluster := f.view()
+			d, err := Underutilized(cands, cluster, []sched.NodePool{{NodePool: f.pool, InstanceTypes: f.types}}, sched.Input{}, DefaultPolicy, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(d.Command.Candidates); got != tc.want {
+				t.Fatalf("takes %q, stays %v: want %q", got, d.Stays, tc.want)
+			}
+			if tc.want == "" {
+				return
+			}
+			if len(d.Command.Replacements) != 1 || d.Command.Replacements[0].InstanceType != "c-96x" || d.Command.Replacements[0].CapacityType != spot {
+				t.Errorf("replacements %+v: want one c-96x on spot", d.Command.Replacements)
+			}
+		})
 	}
 }

@@ -48,12 +48,9 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 	own := map[string]bool{}
 	inPools := map[string]bool{}
 	var pods []*corev1.Pod
-	allSpot := true
-	for _, c := range cands {
-		allSpot = allSpot && c.NodeClaim.Labels[karpv1.LabelCapacityType] == karpv1.CapacityTypeSpot
-	}
+	allSpot := allSpot(cands)
 	if allSpot && !policy.SpotToSpot {
-		return sched.NodeClaim{}, "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)"
+		return sched.NodeClaim{}, spotToSpotOff
 	}
 	for _, c := range cands {
 		labels := c.NodeClaim.Labels
@@ -116,6 +113,9 @@ func replacement(cands []Candidate, others []sched.Node, pools []sched.NodePool,
 	}
 	return planned, ""
 }
+
+// spotToSpotOff says why spot nodes are not replaced.
+const spotToSpotOff = "spot-to-spot consolidation is disabled (feature gate SpotToSpotConsolidation)"
 
 // cheapestOptions keeps a NodeClaim's n cheapest instance-type options
 // (they come cheapest first), in its requirement too.

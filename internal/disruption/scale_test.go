@@ -81,3 +81,35 @@ func BenchmarkConsolidation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConsolidationMixed plans the consolidation of a scaled-down
+// cluster of mixed sizes and prices (c-4 to c-192, spot and on-demand, 4
+// zones, 2 Deployment pods and 1 zone-spread pod per node), where every
+// deletion order differs and is tried.
+func BenchmarkConsolidationMixed(b *testing.B) {
+	sizes := []string{"c-4x", "c-8x", "c-16x", "c-32x", "c-96x", "c-128x", "c-192x"}
+	for _, nodes := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
+			shape := make([]scaledNode, nodes)
+			for i := range shape {
+				ct := karpv1.CapacityTypeSpot
+				if i%5 == 0 {
+					ct = karpv1.CapacityTypeOnDemand
+				}
+				shape[i] = scaledNode{instanceType: sizes[i%len(sizes)], zone: string(rune('a' + i%4)), capacityType: ct, load: 2, spread: 1}
+			}
+			f := scaledDown(b, shape)
+			cands, cluster := f.view()
+			pools := []sched.NodePool{{NodePool: f.pool, InstanceTypes: f.types}}
+			var taken int
+			for b.Loop() {
+				d, err := Underutilized(cands, cluster, pools, sched.Input{}, DefaultPolicy, epoch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				taken = len(d.Command.Candidates)
+			}
+			b.ReportMetric(float64(taken), "nodes-removed")
+		})
+	}
+}
