@@ -18,8 +18,9 @@ func newExplainPodCommand() *cobra.Command {
 		Use:   "pod NAMESPACE/NAME [--kubeconfig FILE]",
 		Short: "Say why a pod is pending, and what each NodePool would do for it",
 		Long: `Reads the cluster of --kubeconfig (env KUBECONFIG; default: in-cluster) once and says where the
-pod stands: bound to a node; not yet marked unschedulable by kube-scheduler (Nodewright only
-provisions for those) or held by scheduling gates; placed by Nodewright's plan on a node or a
+pod stands: bound to a node; not yet marked unschedulable by kube-scheduler (Nodewright
+provisions for those, and for pods kube-scheduler has not looked at 2s after their creation)
+or held by scheduling gates; placed by Nodewright's plan on a node or a
 NodeClaim that is launching; or the NodeClaim Nodewright would launch for it (NodePool, instance
 type, zone, capacity type, price); or, when no NodePool can, each NodePool's reason: not Ready
 (its NodeClass), a taint the pod does not tolerate, requirements it cannot meet, limits reached, no

@@ -130,7 +130,7 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 		provider = deps.CloudProviderMetrics.Decorate(provider)
 	}
 	cluster := state.NewCluster(clk)
-	hinter := nomination.New(kube, cluster, conf.Logger.WithName("nomination"))
+	hinter := nomination.New(kube, cluster, conf.WriteWorkers, conf.Logger.WithName("nomination"))
 
 	c := &Components{Cluster: cluster, KWOK: kwokProvider, Runnables: runnables}
 	c.Controllers = append(c.Controllers, providerControllers...)
@@ -141,11 +141,11 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, provider, cluster, clk, deps.Recorder, m).Controllers()...)
 	c.Provisioner = provisioning.NewProvisioner(kube, provider, cluster, deps.Recorder, provisioning.Options{
 		NominationTTL: max(2*conf.BatchMax, 10*time.Second), MinValuesPolicy: conf.MinValuesPolicy, Unavailable: unavailable, Metrics: m, Clock: clk,
-		CreateWorkers: conf.NodeClaimCreateWorkers,
+		CreateWorkers: conf.WriteWorkers,
 	})
 	policy := pdisruption.DefaultPolicy
 	policy.SpotToSpot = conf.SpotToSpotConsolidation
-	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy, APIReader: deps.APIReader})
+	c.Disruption = disruption.NewLoop(kube, cluster, clk, deps.Recorder, m, conf.Logger.WithName("disruption"), c.Provisioner, disruption.Options{Policy: &policy, APIReader: deps.APIReader, Workers: conf.WriteWorkers})
 	if conf.KWOKKubelet {
 		c.Controllers = append(c.Controllers, kwok.NewKubelet(cloudKube, clk, kwok.KubeletOptions{RegistrationDelay: conf.RegistrationDelay, HeartbeatInterval: conf.KWOKHeartbeat,
 			ProviderIDPrefixes: conf.KWOKKubeletProviderIDPrefixes}).Controllers()...)

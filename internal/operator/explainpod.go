@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // PodExplanation says where a pod stands and why: bound, waiting for
@@ -74,9 +76,9 @@ func ExplainPod(ctx context.Context, restConfig *rest.Config, conf Config, names
 	case ownerKind(pod) == "DaemonSet":
 		out.Verdict = "it is a DaemonSet pod: its node comes first, Nodewright counts it as overhead of every node it launches"
 		return out, nil
-	case !unschedulable(pod):
+	case !unschedulable(pod) && !state.SchedulerBehind(pod, time.Now()):
 		out.Verdict = "kube-scheduler has not marked it unschedulable (PodScheduled=False, reason Unschedulable) yet; " +
-			"Nodewright provisions only for pods kube-scheduler could not place"
+			fmt.Sprintf("Nodewright provisions for pods kube-scheduler could not place, or has not looked at %s after their creation", state.SchedulerBacklogGrace)
 		if len(pod.Spec.SchedulingGates) > 0 {
 			out.Verdict = fmt.Sprintf("it is held by scheduling gates %v: kube-scheduler does not try it until they are removed", gateNames(pod))
 		}

@@ -74,13 +74,14 @@ type Config struct {
 	// DefaultControllerWorkers. Build applies it as given, 0 meaning one
 	// (the simulator serves the controllers one request at a time).
 	ControllerWorkers int
-	// NodeClaimCreateWorkers is how many NodeClaims of one provisioning
-	// decision are created at once. Run: 0 means
-	// provisioning.DefaultCreateWorkers. Build applies it as given, 0
-	// meaning one after another (the simulator's in-memory API and its
-	// seeded faults are single-threaded).
-	NodeClaimCreateWorkers int
-	MinValuesPolicy        sched.MinValuesPolicy
+	// WriteWorkers is how many writes of one decision are sent at once:
+	// the NodeClaims of one provisioning decision, the hints to the pods
+	// planned onto one node, the candidates of one disruption command. Run: 0 means provisioning.DefaultCreateWorkers.
+	// Build applies it as given, 0 meaning one after another (the
+	// simulator's in-memory API and its seeded faults are
+	// single-threaded).
+	WriteWorkers    int
+	MinValuesPolicy sched.MinValuesPolicy
 	// SpotToSpotConsolidation lets consolidation replace spot nodes with
 	// cheaper spot nodes (Karpenter's feature gate of that name).
 	SpotToSpotConsolidation bool
@@ -215,8 +216,8 @@ func (conf Config) withRunDefaults() Config {
 	if conf.ControllerWorkers == 0 {
 		conf.ControllerWorkers = DefaultControllerWorkers
 	}
-	if conf.NodeClaimCreateWorkers == 0 {
-		conf.NodeClaimCreateWorkers = provisioning.DefaultCreateWorkers
+	if conf.WriteWorkers == 0 {
+		conf.WriteWorkers = provisioning.DefaultCreateWorkers
 	}
 	return conf
 }

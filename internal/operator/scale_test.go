@@ -23,16 +23,16 @@ func TestRunDefaultsAreSizedForScale(t *testing.T) {
 		in   Config
 		want Config
 	}{
-		{"zero", Config{}, Config{KubeClientQPS: 200, KubeClientBurst: 300, ControllerWorkers: 20, NodeClaimCreateWorkers: provisioning.DefaultCreateWorkers}},
-		{"set", Config{KubeClientQPS: 50, KubeClientBurst: 60, ControllerWorkers: 3, NodeClaimCreateWorkers: 1}, Config{KubeClientQPS: 50, KubeClientBurst: 60, ControllerWorkers: 3, NodeClaimCreateWorkers: 1}},
+		{"zero", Config{}, Config{KubeClientQPS: 200, KubeClientBurst: 300, ControllerWorkers: 20, WriteWorkers: provisioning.DefaultCreateWorkers}},
+		{"set", Config{KubeClientQPS: 50, KubeClientBurst: 60, ControllerWorkers: 3, WriteWorkers: 1}, Config{KubeClientQPS: 50, KubeClientBurst: 60, ControllerWorkers: 3, WriteWorkers: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.in.withRunDefaults()
 			if got.KubeClientQPS != tc.want.KubeClientQPS || got.KubeClientBurst != tc.want.KubeClientBurst ||
-				got.ControllerWorkers != tc.want.ControllerWorkers || got.NodeClaimCreateWorkers != tc.want.NodeClaimCreateWorkers || got.Clock == nil {
+				got.ControllerWorkers != tc.want.ControllerWorkers || got.WriteWorkers != tc.want.WriteWorkers || got.Clock == nil {
 				t.Errorf("qps %v burst %d workers %d create workers %d clock %v, want %v %d %d %d and a clock", got.KubeClientQPS, got.KubeClientBurst, got.ControllerWorkers,
-					got.NodeClaimCreateWorkers, got.Clock, tc.want.KubeClientQPS, tc.want.KubeClientBurst, tc.want.ControllerWorkers, tc.want.NodeClaimCreateWorkers)
+					got.WriteWorkers, got.Clock, tc.want.KubeClientQPS, tc.want.KubeClientBurst, tc.want.ControllerWorkers, tc.want.WriteWorkers)
 			}
 		})
 	}

@@ -255,6 +255,16 @@ func attempted(p *corev1.Pod) bool {
 	return false
 }
 
+// nextLook is when provisioning looks again without a trigger: the next
+// resync, or just after a pod becomes provisionable with no event to say
+// so (provisioning.Loop).
+func (e *Engine) nextLook() time.Time {
+	if at, ok := e.components.Cluster.NextProvisionable(); ok && at.Add(time.Millisecond).Before(e.nextResync) {
+		return at.Add(time.Millisecond)
+	}
+	return e.nextResync
+}
+
 // Run plays the simulation to its end and returns the report.
 func (e *Engine) Run(ctx context.Context) (*Report, error) {
 	end := e.opts.Start.Add(e.opts.Duration)
@@ -295,8 +305,8 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		e.inv.settled(ctx, now)
 		e.report.sample(now)
 		next := e.nextGC
-		if e.nextResync.Before(next) {
-			next = e.nextResync
+		if look := e.nextLook(); look.Before(next) {
+			next = look
 		}
 		if e.nextDisruption.Before(next) {
 			next = e.nextDisruption
@@ -366,11 +376,15 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 		}
-		if !next.Before(e.nextResync) {
+		if !next.Before(e.nextLook()) {
+			// As provisioning.Loop: every resync, and just after a pod
+			// becomes provisionable with no event.
 			if e.components.Cluster.AnyProvisionable() {
 				e.components.Batcher.Trigger()
 			}
-			e.nextResync = next.Add(provisioning.ResyncInterval)
+			if !next.Before(e.nextResync) {
+				e.nextResync = next.Add(provisioning.ResyncInterval)
+			}
 		}
 		if e.opts.Progress != nil {
 			e.opts.Progress(e.report.progress(next))

@@ -37,6 +37,9 @@ type Cluster struct {
 	version uint64
 	// sync says whether the model is complete (synced.go).
 	sync syncGate
+	// up: the nodes able to take pods, with the taints that keep pods off
+	// them (rejection.go).
+	up map[string][]corev1.Taint
 	// missingSince: since when each NodeClaim or Node of the model
 	// ("NodeClaim/name", "Node/name") has been missing from the API
 	// (ForgetMissing).
@@ -64,6 +67,7 @@ func NewCluster(clk clock.Clock) *Cluster {
 		volumes:        map[string]*corev1.PersistentVolume{},
 		storageClasses: map[string]*storagev1.StorageClass{},
 		nominated:      map[types.NamespacedName]nomination{},
+		up:             map[string][]corev1.Taint{},
 		sync:           syncGate{unsyncedSince: clk.Now()},
 	}
 }
@@ -85,8 +89,20 @@ func upsert[K comparable, V any](c *Cluster, m map[K]*V, k K, obj *V) {
 }
 
 // UpdateNode records a Node; DeleteNode forgets it.
-func (c *Cluster) UpdateNode(n *corev1.Node) { upsert(c, c.nodes, n.Name, n) }
-func (c *Cluster) DeleteNode(name string)    { upsert[string, corev1.Node](c, c.nodes, name, nil) }
+func (c *Cluster) UpdateNode(n *corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	c.nodes[n.Name] = n
+	c.trackNode(n.Name, n)
+}
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	delete(c.nodes, name)
+	c.trackNode(name, nil)
+}
 
 // UpdateNodeClaim records a NodeClaim; DeleteNodeClaim forgets it, and the
 // nominations of pods planned onto it (they need a place again now, not
@@ -104,8 +120,18 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	}
 }
 
-// UpdatePod records a pod; DeletePod forgets it (and its nomination).
-func (c *Cluster) UpdatePod(p *corev1.Pod) { upsert(c, c.pods, key(p.Namespace, p.Name), p) }
+// UpdatePod records a pod; DeletePod forgets it (and its nomination). A
+// pod kube-scheduler reports unschedulable while its planned node is up
+// loses its nomination (rejection.go).
+func (c *Cluster) UpdatePod(p *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version++
+	k := key(p.Namespace, p.Name)
+	old := c.pods[k]
+	c.pods[k] = p
+	c.releaseRejected(k, old, p)
+}
 func (c *Cluster) DeletePod(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -165,7 +191,8 @@ func (c *Cluster) DeleteStorageClass(name string) {
 
 // Nominate records that a decision planned a place (target: a NodeClaim or
 // node name) for these pods; they are not provisionable again until ttl
-// passes, kube-scheduler binds them, or the target NodeClaim is deleted.
+// passes, kube-scheduler binds them, the target NodeClaim is deleted, or
+// kube-scheduler rejects them once the target node is up.
 func (c *Cluster) Nominate(pods []*corev1.Pod, target string, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -214,6 +241,31 @@ func (c *Cluster) NominationTargets() map[string]bool {
 	return out
 }
 
+// NextProvisionable is the earliest time a pod not provisionable now
+// becomes so without any event: a nomination lapsing, or a pod
+// kube-scheduler has not looked at reaching SchedulerBacklogGrace. False
+// when no such time is ahead.
+func (c *Cluster) NextProvisionable() (time.Time, bool) {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var next time.Time
+	earlier := func(t time.Time) {
+		if now.Before(t) && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, n := range c.nominated {
+		earlier(n.until)
+	}
+	for _, p := range c.pods {
+		if at, ok := schedulerBehindAt(p); ok {
+			earlier(at)
+		}
+	}
+	return next, !next.IsZero()
+}
+
 // NominationOf returns the target of a pod's live nomination, or "".
 func (c *Cluster) NominationOf(namespace, name string) string {
 	c.mu.RLock()
@@ -224,18 +276,20 @@ func (c *Cluster) NominationOf(namespace, name string) string {
 	return ""
 }
 
-// Provisionable reports whether a pod is waiting for capacity: kube-scheduler
-// marked it Unschedulable, it is not bound, not nominated to a node (by
-// kube-scheduler or by a recent decision), not terminal or terminating, and
-// not a DaemonSet or mirror pod.
+// Provisionable reports whether a pod is waiting for capacity:
+// kube-scheduler marked it Unschedulable, or has not looked at it for
+// SchedulerBacklogGrace (backlog.go); it is not bound, not nominated to a
+// node (by kube-scheduler or by a recent decision), not terminal or
+// terminating, and not a DaemonSet or mirror pod.
 func (c *Cluster) Provisionable(p *corev1.Pod) bool {
+	now := c.clock.Now()
 	c.mu.RLock()
 	n, nominated := c.nominated[key(p.Namespace, p.Name)]
 	c.mu.RUnlock()
-	if nominated && c.clock.Now().Before(n.until) {
+	if nominated && now.Before(n.until) {
 		return false
 	}
-	return provisionable(p)
+	return provisionable(p, now)
 }
 
 // AnyProvisionable reports whether some pod is provisionable now.
@@ -247,24 +301,19 @@ func (c *Cluster) AnyProvisionable() bool {
 		if n, ok := c.nominated[k]; ok && now.Before(n.until) {
 			continue
 		}
-		if provisionable(p) {
+		if provisionable(p, now) {
 			return true
 		}
 	}
 	return false
 }
 
-func provisionable(p *corev1.Pod) bool {
+func provisionable(p *corev1.Pod, now time.Time) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil ||
 		p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") {
 		return false
 	}
-	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
+	return unschedulableCondition(p) != nil || SchedulerBehind(p, now)
 }
 
 func ownedBy(p *corev1.Pod, kind string) bool {

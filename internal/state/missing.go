@@ -59,6 +59,7 @@ func (c *Cluster) ForgetMissing(nodeClaims, nodes []string, grace time.Duration)
 	}
 	for _, n := range forgotNodes {
 		delete(c.nodes, n)
+		c.trackNode(n, nil)
 	}
 	return forgotClaims, forgotNodes
 }

@@ -68,7 +68,7 @@ func (c *Cluster) Snapshot() Snapshot {
 			// kube-scheduler keeps a nominated pod's room on that node for
 			// it (preemption, or a plan Nodewright handed over): so do we.
 			bound[p.Status.NominatedNodeName] = append(bound[p.Status.NominatedNodeName], p)
-		case provisionable(p):
+		case provisionable(p, now):
 			if n, ok := c.nominated[k]; ok && now.Before(n.until) {
 				// Planned onto a node or claim: it holds its place there,
 				// so the next decision does not give that room away.

@@ -33,7 +33,7 @@ func run() error {
 		consolidateAfter = flag.String("consolidate-after", "0s", "the NodePool's consolidateAfter")
 		budget           = flag.String("budget", "100%", "the NodePool's disruption budget (nodes)")
 		percent          = flag.Int("scale-down-percent", 10, "what both Deployments are scaled to, in percent")
-		settle           = flag.Duration("settle", 30*time.Second, "after the scale-down, the node count must stay unchanged this long (not counted in the settled time)")
+		settle           = flag.Duration("settle", 90*time.Second, "after the scale-down, the node count must stay unchanged this long (not counted in the settled time); longer than a consolidation round, validation included")
 		upTimeout        = flag.Duration("up-timeout", 20*time.Minute, "give up on the scale-up after this long")
 		downTimeout      = flag.Duration("down-timeout", 30*time.Minute, "give up on the scale-down after this long")
 		nodewrightBin    = flag.String("nodewright", "bin/nodewright", "the nodewright binary (make bench-live builds it)")
@@ -41,6 +41,7 @@ func run() error {
 		binDir           = flag.String("controlplane-dir", "", "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default $"+controlplane.EnvBinDir+", else hack/controlplane.sh)")
 		logRoot          = flag.String("logs", "", "directory for the logs of every process (default: a new temporary directory)")
 		keepLogs         = flag.Bool("keep-logs", false, "keep the logs after a successful run too (they are always kept after a failure)")
+		componentQPS     = flag.Int("component-qps", 0, "kube-controller-manager's and kube-scheduler's client rate (--kube-api-qps, burst 1.5x); 0 keeps their defaults (20 and 50 requests/s), which alone take over 5 minutes to create and bind 12,000 pods")
 	)
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the processes
@@ -50,6 +51,9 @@ func run() error {
 	sizes, err := parseSizes(*pods)
 	if err != nil {
 		return err
+	}
+	if *componentQPS < 0 {
+		return fmt.Errorf("-component-qps %d: want 0 (the defaults) or more", *componentQPS)
 	}
 	if *percent <= 0 || *percent > 100 {
 		return fmt.Errorf("-scale-down-percent %d: want 1..100", *percent)
@@ -96,6 +100,7 @@ func run() error {
 	s := settings{
 		binDir: *binDir, kwokBin: *kwokBin, nodewrightBin: nwBin, catalogPath: catalogPath, book: newPriceBook(entries),
 		settle: *settle, upTimeout: *upTimeout, downTimeout: *downTimeout, progress: os.Stderr, clock: clock.RealClock{},
+		componentQPS: *componentQPS,
 	}
 	var (
 		results []result
@@ -125,8 +130,12 @@ func run() error {
 	}
 	if len(results) > 0 {
 		fmt.Println()
-		fmt.Printf("Nodewright live benchmark: %s; NodePool linux/amd64, spot+on-demand, WhenEmptyOrUnderutilized, consolidateAfter %s, budget %s; scale-down to %d%%, settled = last node change, stable for %s\n\n",
-			time.Now().UTC().Format(time.RFC3339), *consolidateAfter, *budget, *percent, *settle)
+		rates := "kube-controller-manager and kube-scheduler at their default client rates"
+		if *componentQPS > 0 {
+			rates = fmt.Sprintf("kube-controller-manager and kube-scheduler at %d requests/s", *componentQPS)
+		}
+		fmt.Printf("Nodewright live benchmark: %s; NodePool linux/amd64, spot+on-demand, WhenEmptyOrUnderutilized, consolidateAfter %s, budget %s; scale-down to %d%%, settled = last node change, stable for %s; %s\n\n",
+			time.Now().UTC().Format(time.RFC3339), *consolidateAfter, *budget, *percent, *settle, rates)
 		render(os.Stdout, results)
 	}
 	if len(errs) > 0 {

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,10 +42,33 @@ type observer struct {
 	nodes      map[string]*corev1.Node
 	launched   map[string]bool
 	lastChange time.Time
+
+	// journal, when set, gets a line per change seen: pods created, bound
+	// and Running, nodes added, their taints, readiness and removal, and
+	// kube-scheduler's events, timed from the last mark (timeline.log).
+	journal io.Writer
+	epoch   time.Time
 }
 
 func newObserver(c clock.PassiveClock) *observer {
-	return &observer{clock: c, running: map[string]bool{}, bound: map[string]bool{}, spread: map[string]bool{}, nodes: map[string]*corev1.Node{}, launched: map[string]bool{}}
+	return &observer{clock: c, running: map[string]bool{}, bound: map[string]bool{}, spread: map[string]bool{}, nodes: map[string]*corev1.Node{}, launched: map[string]bool{}, epoch: c.Now()}
+}
+
+// mark starts the journal's clock again at a phase, named in it.
+func (o *observer) mark(phase string) {
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.epoch = now
+	o.record(now, "--- %s at %s", phase, now.UTC().Format(time.RFC3339Nano))
+}
+
+// record writes a journal line; o.mu is held.
+func (o *observer) record(now time.Time, format string, args ...any) {
+	if o.journal == nil {
+		return
+	}
+	fmt.Fprintf(o.journal, "%8.3f "+format+"\n", append([]any{now.Sub(o.epoch).Seconds()}, args...)...)
 }
 
 // start runs the informers until ctx ends and waits for their first sync.
@@ -52,6 +78,11 @@ func (o *observer) start(ctx context.Context, cs kubernetes.Interface) error {
 	nodes := informers.NewSharedInformerFactory(cs, 0)
 	podInf := pods.Core().V1().Pods().Informer()
 	nodeInf := nodes.Core().V1().Nodes().Informer()
+	events := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	eventInf := events.Core().V1().Events().Informer()
+	if _, err := eventInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: o.event}); err != nil {
+		return fmt.Errorf("watching events: %w", err)
+	}
 	if _, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { o.pod(obj, false) },
 		UpdateFunc: func(_, obj any) { o.pod(obj, false) },
@@ -68,7 +99,8 @@ func (o *observer) start(ctx context.Context, cs kubernetes.Interface) error {
 	}
 	pods.Start(ctx.Done())
 	nodes.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced) {
+	events.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInf.HasSynced, nodeInf.HasSynced, eventInf.HasSynced) {
 		return fmt.Errorf("watching pods and nodes: caches never synced: %w", ctx.Err())
 	}
 	return nil
@@ -88,6 +120,9 @@ func (o *observer) pod(obj any, deleted bool) {
 	uid := string(p.UID)
 	was, known := o.running[uid]
 	if deleted || p.DeletionTimestamp != nil {
+		if known {
+			o.record(now, "pod %s deleted", p.Name)
+		}
 		delete(o.running, uid)
 		delete(o.bound, uid)
 		delete(o.spread, uid)
@@ -99,14 +134,20 @@ func (o *observer) pod(obj any, deleted bool) {
 		if p.Labels[appLabel] == deployB {
 			o.spread[uid] = true
 		}
+		o.record(now, "pod %s created", p.Name)
+	}
+	if p.Status.NominatedNodeName != "" && p.Spec.NodeName == "" {
+		o.record(now, "pod %s nominated to %s", p.Name, p.Status.NominatedNodeName)
 	}
 	if p.Spec.NodeName != "" && !o.bound[uid] {
 		o.bound[uid] = true
 		o.lastBound = now
+		o.record(now, "pod %s bound to %s", p.Name, p.Spec.NodeName)
 	}
 	isRunning := p.Status.Phase == corev1.PodRunning
 	if isRunning && !was {
 		o.lastRunning = now
+		o.record(now, "pod %s Running", p.Name)
 	}
 	o.running[uid] = isRunning
 }
@@ -122,18 +163,60 @@ func (o *observer) node(obj any, deleted bool) {
 	now := o.clock.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	_, known := o.nodes[n.Name]
+	old, known := o.nodes[n.Name]
 	switch {
 	case deleted:
 		delete(o.nodes, n.Name)
 		o.lastChange = now
+		o.record(now, "node %s removed", n.Name)
 	default:
 		if !known {
 			o.lastChange = now
 			o.launched[n.Name] = true
+			o.record(now, "node %s added: %s %s %s", n.Name, n.Labels[corev1.LabelInstanceTypeStable], n.Labels[corev1.LabelTopologyZone], n.Labels[karpv1.LabelCapacityType])
+		}
+		if was, is := nodeSummary(old), nodeSummary(n); was != is {
+			o.record(now, "node %s %s", n.Name, is)
 		}
 		o.nodes[n.Name] = n
 	}
+}
+
+// nodeSummary is what the journal says of a node: Ready, its taints, and
+// whether it is being deleted ("" for none).
+func nodeSummary(n *corev1.Node) string {
+	if n == nil {
+		return ""
+	}
+	ready := "NotReady"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = "Ready"
+		}
+	}
+	var taints []string
+	for _, t := range n.Spec.Taints {
+		taints = append(taints, t.Key+":"+string(t.Effect))
+	}
+	sort.Strings(taints)
+	out := ready + " taints[" + strings.Join(taints, ",") + "]"
+	if n.DeletionTimestamp != nil {
+		out += " deleting"
+	}
+	return out
+}
+
+// event journals kube-scheduler's and Nodewright's events on pods and
+// nodes.
+func (o *observer) event(obj any) {
+	e, ok := obj.(*corev1.Event)
+	if !ok || e.InvolvedObject.Kind != "Pod" {
+		return
+	}
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.record(now, "event %s %s %s: %s", e.Source.Component, e.Reason, e.InvolvedObject.Name, e.Message)
 }
 
 // podState is a snapshot of the benchmark's pods.

@@ -31,6 +31,18 @@ type settings struct {
 	settle, upTimeout, downTimeout time.Duration
 	progress                       io.Writer
 	clock                          clock.Clock
+	// componentQPS, when set, is kube-controller-manager's and
+	// kube-scheduler's client rate.
+	componentQPS int
+}
+
+// componentArgs are the client-rate flags of kube-controller-manager and
+// kube-scheduler (none: their defaults).
+func (s settings) componentArgs() []string {
+	if s.componentQPS == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("--kube-api-qps=%d", s.componentQPS), fmt.Sprintf("--kube-api-burst=%d", s.componentQPS*3/2)}
 }
 
 // result is what one run measured. A phase that did not finish leaves its
@@ -76,6 +88,7 @@ func runOne(ctx context.Context, s settings, w workload, dir string) (res result
 	s.logf("%s: starting the control plane and kwok", w.label())
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		BinDir: s.binDir, ControllerManager: true, Scheduler: true, KWOK: s.kwokBin, CRDs: manifests,
+		ControllerManagerArgs: s.componentArgs(), SchedulerArgs: s.componentArgs(),
 	})
 	if err != nil {
 		return res, fmt.Errorf("starting the control plane: %w", err)
@@ -102,6 +115,12 @@ func runOne(ctx context.Context, s settings, w workload, dir string) (res result
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	obs := newObserver(s.clock)
+	timeline, err := os.Create(filepath.Join(dir, "timeline.log"))
+	if err != nil {
+		return res, fmt.Errorf("creating the timeline: %w", err)
+	}
+	defer timeline.Close()
+	obs.journal = timeline
 	if err := obs.start(watchCtx, cs); err != nil {
 		return res, err
 	}
@@ -164,12 +183,17 @@ func runOne(ctx context.Context, s settings, w workload, dir string) (res result
 		return res, err
 	}
 	res.verbs = proxy.snapshot()
+	if f, err := os.Create(filepath.Join(dir, "requests.txt")); err == nil {
+		proxy.writeDetail(f)
+		f.Close()
+	}
 	return res, nil
 }
 
 // scaleUp applies the Deployments and waits until every pod is Running.
 func (s settings) scaleUp(ctx context.Context, kube client.Client, obs *observer, w workload, res *result) error {
 	start := s.clock.Now()
+	obs.mark("scale-up: applying the Deployments")
 	if err := w.applyDeployments(ctx, kube); err != nil {
 		return err
 	}
@@ -201,6 +225,7 @@ func (s settings) scaleUp(ctx context.Context, kube client.Client, obs *observer
 // pods run, no node is being disrupted and every NodeClaim has its node.
 func (s settings) scaleDownPhase(ctx context.Context, kube client.Client, obs *observer, w workload, res *result) error {
 	start := s.clock.Now()
+	obs.mark("scale-down")
 	if err := w.scaleDown(ctx, kube); err != nil {
 		return err
 	}

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 
@@ -32,6 +34,9 @@ type verbProxy struct {
 	server *http.Server
 	mu     sync.Mutex
 	counts map[string]int64
+	// detail counts requests by verb, resource and answer ("PATCH
+	// pods/status 409").
+	detail map[string]int64
 }
 
 // startVerbProxy starts the proxy and writes its kubeconfig; the proxy's
@@ -57,7 +62,7 @@ func startVerbProxy(upstream *rest.Config, kubeconfigPath string, errLog io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("verb proxy: listening: %w", err)
 	}
-	p := &verbProxy{kubeconfig: kubeconfigPath, counts: map[string]int64{}}
+	p := &verbProxy{kubeconfig: kubeconfigPath, counts: map[string]int64{}, detail: map[string]int64{}}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -69,8 +74,11 @@ func startVerbProxy(upstream *rest.Config, kubeconfigPath string, errLog io.Writ
 	}
 	p.server = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p.count(classify(r.Method, r.URL))
-			rp.ServeHTTP(w, r)
+			verb := classify(r.Method, r.URL)
+			p.count(verb)
+			sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+			rp.ServeHTTP(sw, r)
+			p.countDetail(fmt.Sprintf("%s %s %d", verb, resourceOf(r.URL), sw.status))
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
 	}
@@ -96,6 +104,83 @@ func (p *verbProxy) count(verb string) {
 	p.mu.Lock()
 	p.counts[verb]++
 	p.mu.Unlock()
+}
+
+func (p *verbProxy) countDetail(key string) {
+	p.mu.Lock()
+	p.detail[key]++
+	p.mu.Unlock()
+}
+
+// writeDetail writes the requests by verb, resource and answer, most
+// frequent first.
+func (p *verbProxy) writeDetail(w io.Writer) {
+	p.mu.Lock()
+	keys := make([]string, 0, len(p.detail))
+	for k := range p.detail {
+		keys = append(keys, k)
+	}
+	counts := maps.Clone(p.detail)
+	p.mu.Unlock()
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	for _, k := range keys {
+		fmt.Fprintf(w, "%8d %s\n", counts[k], k)
+	}
+}
+
+// statusWriter remembers the status code of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush streams watch events through (the reverse proxy flushes each).
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// resourceOf names the resource of an API path, with its subresource
+// ("pods/status"); "-" for discovery and other non-resource paths.
+func resourceOf(u *url.URL) string {
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	var rest []string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		rest = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		rest = parts[3:]
+	default:
+		return "-"
+	}
+	if len(rest) > 0 && rest[0] == "watch" {
+		rest = rest[1:]
+	}
+	if len(rest) >= 3 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	switch len(rest) {
+	case 0:
+		return "-"
+	case 1, 2:
+		return rest[0]
+	default:
+		return rest[0] + "/" + rest[2]
+	}
 }
 
 // snapshot returns the counts so far.

@@ -107,3 +107,29 @@ func TestVerbProxyRelaysAndCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/default/pods/web-1/status":               "pods/status",
+		"/api/v1/namespaces/default/pods":                            "pods",
+		"/api/v1/nodes/ip-1":                                         "nodes",
+		"/apis/karpenter.sh/v1/nodeclaims/default-abc/status":        "nodeclaims/status",
+		"/apis/coordination.k8s.io/v1/namespaces/x/leases/y":         "leases",
+		"/api/v1/watch/namespaces/default/pods":                      "pods",
+		"/apis/karpenter.sh/v1":                                      "-",
+		"/version":                                                   "-",
+		"/api/v1/namespaces/default/pods/web-1/eviction":             "pods/eviction",
+		"/apis/events.k8s.io/v1/namespaces/default/events":           "events",
+		"/apis/karpenter.sh/v1/nodepools/default/status":             "nodepools/status",
+		"/api/v1/namespaces/kube-node-lease":                         "namespaces",
+		"/apis/apps/v1/namespaces/default/deployments/bench-a/scale": "deployments/scale",
+	} {
+		u, err := url.Parse(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resourceOf(u); got != want {
+			t.Errorf("resourceOf(%s) = %q, want %q", path, got, want)
+		}
+	}
+}

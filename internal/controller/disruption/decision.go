@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -439,10 +440,10 @@ func heldElsewhere(nc *karpv1.NodeClaim) bool {
 // execute carries out a delete decision.
 func (l *Loop) execute(ctx context.Context, reason karpv1.DisruptionReason, cands []disruption.Candidate) error {
 	l.metrics.DisruptionDecided(metrics.DecisionDelete, metricReason(reason), consolidationType(disruption.Command{Reason: reason, Candidates: cands}), poolsOf(cands))
-	var errs []error
-	for _, c := range cands {
-		errs = append(errs, l.disrupt(ctx, reason, c.Name()))
-	}
+	errs := make([]error, len(cands))
+	workqueue.ParallelizeUntil(ctx, max(1, l.opts.Workers), len(cands), func(i int) {
+		errs[i] = l.disrupt(ctx, reason, cands[i].Name())
+	})
 	return errors.Join(errs...)
 }
 

@@ -136,6 +136,49 @@ func TestClaimsRecordPodEventsAndConsolidatable(t *testing.T) {
 	}
 }
 
+// Pod events closer together than the dedupe are one status write, as in
+// Karpenter: a node filling with pods is not written once per pod.
+func TestClaimsDedupePodEvents(t *testing.T) {
+	ctx := context.Background()
+	writes := 0
+	e := newEnvWith(t, &interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, cl client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			writes++
+			return cl.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			writes++
+			return cl.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	c := NewClaims(e.kube, nil, e.cluster, e.clock, record.NewFakeRecorder(10), nil)
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "web-1"}}
+	bind := func(name string, after time.Duration) time.Time {
+		t.Helper()
+		e.clock.Step(after)
+		if err := e.store.Create(ctx, boundPod(name)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		return e.claim(t).Status.LastPodEventTime.Time
+	}
+	first := bind("a", time.Minute)
+	writes = 0
+	for i, pod := range []string{"b", "c", "d"} {
+		if got := bind(pod, 3*time.Second); !got.Equal(first) {
+			t.Fatalf("pod %d of a burst moved lastPodEventTime to %v, want the first %v", i+2, got, first)
+		}
+	}
+	if writes != 0 {
+		t.Errorf("%d status writes for a burst of pod events within %s, want 0", writes, PodEventDedupe)
+	}
+	if got := bind("e", 2*time.Second); !got.Equal(e.clock.Now()) {
+		t.Errorf("a pod event %s after the last one recorded: lastPodEventTime %v, want now %v", PodEventDedupe+2*time.Second, got, e.clock.Now())
+	}
+}
+
 func TestClaimsExpire(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -187,12 +230,19 @@ func TestLoopValidatesBeforeActing(t *testing.T) {
 				e.cluster.UpdatePod(boundPod("late"))
 			}
 			e.clock.Step(wait)
-			if _, err := l.Pass(ctx); err != nil {
+			next, err := l.Pass(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
 			got := e.claim(t)
 			if deleted := got.DeletionTimestamp != nil; deleted != tc.wantDeleted {
 				t.Fatalf("deleted %v, want %v", deleted, tc.wantDeleted)
+			}
+			// After a command the next pass comes at once, so the next
+			// command does not wait a whole interval on top of its own
+			// validation; after nothing, an interval.
+			if want := map[bool]time.Duration{true: afterCommand, false: DefaultInterval}[tc.wantDeleted]; next != want {
+				t.Errorf("next pass in %s, want %s", next, want)
 			}
 			if !tc.wantDeleted {
 				return

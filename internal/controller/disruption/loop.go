@@ -36,6 +36,9 @@ type Options struct {
 	ReplacementTimeout time.Duration
 	// Policy holds the consolidation safeguards (zero: DefaultPolicy).
 	Policy *disruption.Policy
+	// Workers is how many candidates of one command are disrupted at once
+	// (0 or 1: one after another).
+	Workers int
 	// APIReader, when set, reads straight from the API server (the
 	// manager's GetAPIReader) while the loop's client may read from a
 	// cache that lags the loop's own writes: a write that lost an
@@ -53,6 +56,11 @@ const (
 	DefaultReplacementTimeout = 10 * time.Minute
 	// launchPoll is how often a pass looks at replacements launching.
 	launchPoll = 2 * time.Second
+	// afterCommand is how soon the pass after a command's deletions runs
+	// (Karpenter requeues at once): the next command, if any, is decided
+	// and validated then, not a whole Interval later. The second lets the
+	// model see the command's own writes.
+	afterCommand = time.Second
 )
 
 // PoolSource gives the NodePools with their instance types (the
@@ -219,7 +227,7 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 			}
 		}
 		if p.replacements == 0 && len(decision.Command.Replacements) == 0 && len(still) > 0 {
-			return l.opts.Interval, l.execute(ctx, p.reason, still)
+			return l.afterExecute(l.execute(ctx, p.reason, still))
 		}
 		// A replacement holds only if the same nodes (one, or a merged
 		// group) still call for one.
@@ -239,7 +247,7 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 		if len(decision.Command.Replacements) > 0 {
 			return launchPoll, l.launch(ctx, decision.Command, now)
 		}
-		return l.opts.Interval, l.execute(ctx, decision.Command.Reason, decision.Command.Candidates)
+		return l.afterExecute(l.execute(ctx, decision.Command.Reason, decision.Command.Candidates))
 	}
 	p := &pending{reason: decision.Command.Reason, replacements: len(decision.Command.Replacements), at: now.Add(l.opts.Validation),
 		consolidationType: consolidationType(decision.Command)}
@@ -249,6 +257,15 @@ func (l *Loop) Pass(ctx context.Context) (time.Duration, error) {
 	l.pending = p
 	l.log.Info("disruption decided, validating", "reason", p.reason, "nodeclaims", p.claims, "validateAt", p.at)
 	return l.opts.Validation, nil
+}
+
+// afterExecute is when the pass after a command's deletions is due: soon
+// when they were written, an Interval after a failure.
+func (l *Loop) afterExecute(err error) (time.Duration, error) {
+	if err != nil {
+		return l.opts.Interval, err
+	}
+	return afterCommand, nil
 }
 
 // decide runs the methods in Karpenter's order and returns the first that

@@ -104,6 +104,12 @@ func (c *Claims) Controllers() []watch.Controller {
 	}}}
 }
 
+// PodEventDedupe is Karpenter's: a pod event within this long of the last
+// one recorded is not written again (a node filling with a hundred pods is
+// a few status writes, not a hundred). It is shorter than the 15 s
+// validation, which checks a consolidation decision again anyway.
+const PodEventDedupe = 10 * time.Second
+
 // Reconcile records pod events, expires the NodeClaim when its time has
 // come, and keeps its Consolidatable condition. A status write that still
 // conflicts after its retries requeues the claim without an error.
@@ -140,7 +146,7 @@ func (c *Claims) reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if changed {
+	if changed && (nc.Status.LastPodEventTime.IsZero() || now.Sub(nc.Status.LastPodEventTime.Time) >= PodEventDedupe) {
 		nc.Status.LastPodEventTime = metav1.NewTime(now)
 	}
 	np := &karpv1.NodePool{}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -250,6 +251,14 @@ func Resources(nodes []corev1.Node) corev1.ResourceList {
 	return out
 }
 
+// contentOf is an object's fields as unstructured content.
+func contentOf(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+}
+
 // nodeClass reads the referenced NodeClass whatever its kind.
 func (c *Controller) nodeClass(ctx context.Context, ref *karpv1.NodeClassReference) (NodeClassState, error) {
 	if ref == nil {
@@ -262,16 +271,30 @@ func (c *Controller) nodeClass(ctx context.Context, ref *karpv1.NodeClassReferen
 		}
 		return NodeClassState{}, fmt.Errorf("looking up %s %s: %w", ref.Kind, ref.Name, err)
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	// A kind the scheme knows is read typed, so from the informer cache
+	// (the client reads unstructured objects from the API server, a GET
+	// per reconcile); another provider's kind, unstructured.
+	var obj client.Object
+	if typed, err := c.kube.Scheme().New(mapping.GroupVersionKind); err == nil {
+		obj, _ = typed.(client.Object)
+	}
+	if obj == nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(mapping.GroupVersionKind)
+		obj = u
+	}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return NodeClassState{}, nil
 		}
 		return NodeClassState{}, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 	}
+	content, err := contentOf(obj)
+	if err != nil {
+		return NodeClassState{}, fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+	}
 	state := NodeClassState{Found: true, Deleting: obj.GetDeletionTimestamp() != nil}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	conds, _, _ := unstructured.NestedSlice(content, "status", "conditions")
 	for _, raw := range conds {
 		m, ok := raw.(map[string]any)
 		if !ok || m["type"] != karpv1.ConditionTypeReady {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -29,6 +30,9 @@ type Controller struct {
 	kube    client.Client
 	cluster *state.Cluster
 	log     logr.Logger
+	// workers: how many pods one Hint patches at once (0 or 1: one after
+	// another).
+	workers int
 
 	mu sync.Mutex
 	// hinted: the pods this controller nominated, to their NodeClaim and
@@ -42,9 +46,10 @@ type hint struct{ claim, node string }
 // hints whose nomination lapsed are withdrawn promptly.
 const recheck = 2 * time.Second
 
-// New wires the controller to the cluster model holding the nominations.
-func New(kube client.Client, cluster *state.Cluster, log logr.Logger) *Controller {
-	return &Controller{kube: kube, cluster: cluster, log: log, hinted: map[types.NamespacedName]hint{}}
+// New wires the controller to the cluster model holding the nominations;
+// workers bounds the pod patches one Hint sends at once.
+func New(kube client.Client, cluster *state.Cluster, workers int, log logr.Logger) *Controller {
+	return &Controller{kube: kube, cluster: cluster, log: log, workers: workers, hinted: map[types.NamespacedName]hint{}}
 }
 
 // IndexFields registers the pod index the controller clears hints by.
@@ -152,32 +157,38 @@ func (c *Controller) hints(claim string) int {
 }
 
 // Hint sets status.nominatedNodeName to node on the pending pods planned
-// onto claim. The NodeClaim lifecycle controller calls it when the node
-// registers, before lifting the unregistered taint.
+// onto claim, up to the controller's workers at once (a node planned for a hundred pods
+// is not held back a hundred round trips). The NodeClaim lifecycle
+// controller calls it when the node registers, before lifting the
+// unregistered taint.
 func (c *Controller) Hint(ctx context.Context, claim, node string) error {
-	var errs []error
-	for _, key := range c.cluster.NominatedTo(claim) {
-		p := &corev1.Pod{}
-		if err := c.kube.Get(ctx, key, p); err != nil {
-			errs = append(errs, client.IgnoreNotFound(err))
-			continue
-		}
-		if p.Spec.NodeName != "" {
-			c.forget(key)
-			continue
-		}
-		if !wantsHint(p, node) {
-			continue
-		}
-		if err := c.setNominatedNode(ctx, p, node); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		c.mu.Lock()
-		c.hinted[key] = hint{claim: claim, node: node}
-		c.mu.Unlock()
-	}
+	keys := c.cluster.NominatedTo(claim)
+	errs := make([]error, len(keys))
+	workqueue.ParallelizeUntil(ctx, max(1, c.workers), len(keys), func(i int) {
+		errs[i] = c.hintOne(ctx, keys[i], claim, node)
+	})
 	return errors.Join(errs...)
+}
+
+func (c *Controller) hintOne(ctx context.Context, key types.NamespacedName, claim, node string) error {
+	p := &corev1.Pod{}
+	if err := c.kube.Get(ctx, key, p); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if p.Spec.NodeName != "" {
+		c.forget(key)
+		return nil
+	}
+	if !wantsHint(p, node) {
+		return nil
+	}
+	if err := c.setNominatedNode(ctx, p, node); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.hinted[key] = hint{claim: claim, node: node}
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *Controller) forget(key types.NamespacedName) {

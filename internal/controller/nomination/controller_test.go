@@ -59,7 +59,7 @@ func setup(t *testing.T, nc *karpv1.NodeClaim, planned []*corev1.Pod, others ...
 	clk := clocktesting.NewFakeClock(time.Now())
 	cluster := state.NewCluster(clk)
 	cluster.Nominate(planned, nc.Name, time.Minute)
-	return New(kube, cluster, logr.Discard()), kube, clk
+	return New(kube, cluster, 4, logr.Discard()), kube, clk
 }
 
 func nominatedNode(t *testing.T, kube client.Client, name string) string {
@@ -193,9 +193,20 @@ func TestDecide(t *testing.T) {
 		{"bound", pending("p", func(p *corev1.Pod) { p.Spec.NodeName = "n" }), false, false},
 		{"terminating", pending("p", func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), false, false},
 		{"failed", pending("p", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false, false},
+		// kube-scheduler counts a node's nominated pods against the spread:
+		// hinting many spread pods to one node blocks them all.
 		{"spread over zones", pending("p", func(p *corev1.Pod) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}}
+		}), false, false},
+		{"spread over zones, scored only", pending("p", func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway}}
 		}), true, false},
+		{"spread over zones and hosts, one hard", pending("p", func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{
+				{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.ScheduleAnyway},
+				{MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule},
+			}
+		}), false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

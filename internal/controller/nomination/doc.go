@@ -5,12 +5,13 @@
 // nominated node before the others) and keeps the room for them when it
 // places other pods. Without it kube-scheduler spreads pods over whichever
 // nodes turn Ready first, fragments the plan, and pods left over need a
-// node nobody planned.
+// node nobody planned. Pods held to a DoNotSchedule topology spread get no
+// hint: kube-scheduler counts a node's nominated pods against the spread,
+// so hinted spread pods block each other (see wantsHint).
 //
 // The hint holds as long as the provisioner's nomination does:
 // kube-scheduler clears a pod's nomination whenever an attempt fails (for
-// example while the node is not Ready yet, or a zone spread waits for the
-// other zones' nodes), so it is set again until the pod binds or the
+// example while the node is not Ready yet), so it is set again until the pod binds or the
 // nomination lapses; then the hint is withdrawn, so the pod does not wait
 // on a stale nomination kube-scheduler may not revisit for minutes. When a
 // NodeClaim is deleted, the hints pointing at its node are cleared so the

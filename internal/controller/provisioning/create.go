@@ -55,7 +55,7 @@ func (p *Provisioner) createOne(ctx context.Context, planned sched.NodeClaim, np
 	p.cluster.UpdateNodeClaim(nc) // count it before the informer does
 	p.cluster.Nominate(planned.Pods, nc.Name, p.opts.NominationTTL)
 	for _, pod := range planned.Pods {
-		p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
+		p.events.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 	}
 	return nc, nil
 }

@@ -14,18 +14,34 @@ import (
 const ResyncInterval = 10 * time.Second
 
 // Loop returns the provisioning runnable: wait for a batch window, decide,
-// repeat. Every resync it also looks again (in memory, no LIST), so pods
-// whose nomination lapsed are not forgotten, nor the pods that arrived
-// while the cluster model was still syncing. It runs only on the leader.
+// repeat. Every resync it also looks again (in memory, no LIST), so the
+// pods that arrived while the cluster model was still syncing are not
+// forgotten; and it looks again as soon as a pod becomes provisionable with
+// no event to say so (a nomination lapsing: its planned place did not come
+// through; a pod kube-scheduler has not reached in its grace), so such a
+// pod waits no longer than that. It runs only on the leader.
 func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
+		decided := make(chan struct{}, 1)
 		go func() {
 			for {
+				wait := ResyncInterval
+				if at, ok := p.cluster.NextProvisionable(); ok {
+					// Just past it: at the expiry a nomination still holds.
+					wait = min(wait, at.Sub(clk.Now())+time.Millisecond)
+				}
+				timer := clk.NewTimer(max(wait, 0))
 				select {
 				case <-ctx.Done():
+					timer.Stop()
 					return
-				case <-clk.After(ResyncInterval):
-					b.Trigger()
+				case <-decided: // new nominations: look at the times again
+					timer.Stop()
+					continue
+				case <-timer.C():
+					if p.cluster.AnyProvisionable() {
+						b.Trigger()
+					}
 				}
 			}
 		}()
@@ -39,6 +55,10 @@ func Loop(p *Provisioner, b *Batcher, clk clock.Clock, log logr.Logger) manager.
 			}
 			if len(created) > 0 {
 				log.Info("created nodeclaims", "count", len(created))
+			}
+			select {
+			case decided <- struct{}{}:
+			default:
 			}
 		}
 		return nil

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,44 @@ func TestPodsFitInFlightRoomOrBuyInTheSameRound(t *testing.T) {
 	}
 	if got := e.cluster.NominationOf("default", "too-big"); got != again[0].Name {
 		t.Errorf("the big pod is nominated to %q, want the new claim %s", got, again[0].Name)
+	}
+}
+
+// A pod whose nomination lapses is planned again just after, not at the
+// next resync: its planned place did not come through, and waiting for
+// the resync would add up to ResyncInterval to its time pending.
+func TestALapsedNominationIsPlannedAgainAtOnce(t *testing.T) {
+	e := newEnv(t, kwokPool("web"))
+	start := e.clock.Now()
+	b := runLoop(t, e)
+	for !e.clock.HasWaiters() { // the resync timer is armed: resyncs at 10 s, 20 s, 30 s
+		time.Sleep(time.Millisecond)
+	}
+	e.clock.Step(3500 * time.Millisecond) // off the resyncs' beat
+	e.cluster.UpdatePod(pendingPod("a", "1500m"))
+	b.Trigger()
+	e.clock.Step(time.Second)
+	claimsInAPI(t, e, 1) // launched nowhere: a's nomination lapses after 20 s
+
+	nominations := 0
+	var again time.Time
+	for e.clock.Since(start) < 4*ResyncInterval && again.IsZero() {
+		e.clock.Step(100 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // let the loop's goroutines run
+		for _, ev := range events(e.recorder) {
+			if strings.Contains(ev, ReasonNominated) {
+				if nominations++; nominations == 2 {
+					again = e.clock.Now()
+				}
+			}
+		}
+	}
+	if again.IsZero() {
+		t.Fatalf("pod a was not planned again within %s", 4*ResyncInterval)
+	}
+	// Nominated at 4.5 s for 20 s; the window opened just after 24.5 s
+	// closes after 1 s idle; the resync would have waited until 30 s.
+	if at := again.Sub(start); at >= 28*time.Second {
+		t.Errorf("pod a planned again at %s, want just after its nomination lapsed at 24.5s", at)
 	}
 }

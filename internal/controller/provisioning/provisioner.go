@@ -50,7 +50,9 @@ type Provisioner struct {
 	provider cloudprovider.CloudProvider
 	cluster  *state.Cluster
 	recorder record.EventRecorder
-	opts     Options
+	// events publishes the pod events, deduplicated.
+	events *podEvents
+	opts   Options
 }
 
 // NewProvisioner wires a provisioner.
@@ -61,7 +63,7 @@ func NewProvisioner(kube client.Client, provider cloudprovider.CloudProvider, cl
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Provisioner{kube: kube, provider: provider, cluster: cluster, recorder: recorder, opts: opts}
+	return &Provisioner{kube: kube, provider: provider, cluster: cluster, recorder: recorder, events: newPodEvents(recorder, opts.Clock), opts: opts}
 }
 
 // ErrNotSynced is the answer while the cluster model has not synced with
@@ -115,11 +117,11 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 	for _, placed := range plan.Existing {
 		p.cluster.Nominate(placed.Pods, placed.Node, p.opts.NominationTTL)
 		for _, pod := range placed.Pods {
-			p.recorder.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: node/%s", placed.Node)
+			p.events.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: node/%s", placed.Node)
 		}
 	}
 	for _, u := range plan.Unschedulable {
-		p.recorder.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
+		p.events.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
 	}
 	return created, err
 }

@@ -22,6 +22,7 @@ import (
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/controller/nodeclaim"
+	"github.com/nodewright/nodewright/internal/controller/nodeclaim/fieldpatch"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/pkg/cloudprovider"
 )
@@ -309,9 +310,13 @@ func (c *Controller) setCondition(ctx context.Context, nc *karpv1.NodeClaim, t s
 	if existing := meta.FindStatusCondition(nc.Status.Conditions, t); existing != nil && existing.Status == status && existing.Message == message {
 		return
 	}
-	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
-		ObservedGeneration: nc.Generation, LastTransitionTime: metav1.NewTime(c.clock.Now())})
-	_ = c.kube.Status().Update(ctx, nc) // informational; the next pass retries a conflict
+	now := metav1.NewTime(c.clock.Now())
+	// A patch of the condition alone, retried on a fresh copy after a
+	// conflict; informational, so a failure waits for the next pass.
+	_, _ = fieldpatch.Status(ctx, c.kube, c.reader, nc, func(nc *karpv1.NodeClaim) {
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: nc.Generation, LastTransitionTime: now})
+	})
 }
 
 func deadlineOf(nc *karpv1.NodeClaim) *time.Time {

@@ -55,6 +55,10 @@ type Options struct {
 	// kube-controller-manager, adding its node-lifecycle controller, which
 	// lifts the not-ready taint from nodes kwok reports Ready.
 	KWOK string
+	// ControllerManagerArgs and SchedulerArgs are appended to
+	// kube-controller-manager's and kube-scheduler's flags (say,
+	// --kube-api-qps for a benchmark at scale).
+	ControllerManagerArgs, SchedulerArgs []string
 }
 
 // ControlPlane is a running control plane.
@@ -266,14 +270,15 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, opts Options
 		// node lifecycle controller's part, as in a real cluster.
 		controllers += ",node-lifecycle-controller"
 	}
-	p, err := cp.start("kube-controller-manager", opts, append(cp.componentArgs("kube-controller-manager", port),
+	args := append(cp.componentArgs("kube-controller-manager", port),
 		"--controllers="+controllers,
 		"--service-account-private-key-file="+filepath.Join(cp.Dir, "sa.key"),
 		"--root-ca-file="+filepath.Join(cp.Dir, "apiserver.crt"),
 		"--use-service-account-credentials=false",
 		"--concurrent-deployment-syncs=10",
 		"--concurrent-replicaset-syncs=10",
-	)...)
+	)
+	p, err := cp.start("kube-controller-manager", opts, append(args, opts.ControllerManagerArgs...)...)
 	if err != nil {
 		return err
 	}
@@ -283,7 +288,7 @@ func (cp *ControlPlane) startControllerManager(ctx context.Context, opts Options
 }
 
 func (cp *ControlPlane) startScheduler(ctx context.Context, opts Options, port int) error {
-	p, err := cp.start("kube-scheduler", opts, cp.componentArgs("kube-scheduler", port)...)
+	p, err := cp.start("kube-scheduler", opts, append(cp.componentArgs("kube-scheduler", port), opts.SchedulerArgs...)...)
 	if err != nil {
 		return err
 	}
