@@ -32,7 +32,7 @@ func newControllerCommand() *cobra.Command {
 		kubeconfig, cloudProvider, catalogFile, minValues, logLevel, featureGates string
 		metricsAddr, healthAddr, leaderNamespace                                  string
 		batchIdle, batchMax, registrationDelay                                    time.Duration
-		leaderElect, kwokKubelet                                                  bool
+		leaderElect, kwokKubelet, hints                                           bool
 		awsFlags                                                                  awsOptions
 		scale                                                                     scaleOptions
 	)
@@ -83,7 +83,7 @@ environment variable named in its help; the flag wins.`,
 			}
 			conf := operator.Config{
 				CloudProvider: cloudProvider, AWS: awsConf, InstanceTypes: types, KWOKKubelet: kwokKubelet, RegistrationDelay: registrationDelay,
-				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy, SpotToSpotConsolidation: gates[gateSpotToSpot],
+				BatchIdle: batchIdle, BatchMax: batchMax, MinValuesPolicy: policy, SpotToSpotConsolidation: gates[gateSpotToSpot], NominatedNodeHints: hints,
 				MetricsAddr: metricsAddr, HealthAddr: healthAddr, LeaderElection: leaderElect, LeaderElectionNamespace: leaderNamespace,
 				Logger: zap.New(zap.Level(level), zap.JSONEncoder()), Version: resolvedVersion(),
 			}
@@ -99,6 +99,7 @@ environment variable named in its help; the flag wins.`,
 	f.DurationVar(&batchIdle, "batch-idle-duration", durationEnv("BATCH_IDLE_DURATION", time.Second), "a provisioning window closes after this long without new pending pods (env BATCH_IDLE_DURATION)")
 	f.DurationVar(&batchMax, "batch-max-duration", durationEnv("BATCH_MAX_DURATION", 10*time.Second), "a provisioning window closes after this long at most (env BATCH_MAX_DURATION)")
 	scale.register(f)
+	f.BoolVar(&hints, "nominated-node-hints", boolEnv("NOMINATED_NODE_HINTS", false), "set status.nominatedNodeName on the pods planned onto a registering node, so kube-scheduler tries it first and keeps their room; costs kube-scheduler time for every hinted pod at every attempt, so off for large clusters (env NOMINATED_NODE_HINTS)")
 	f.StringVar(&featureGates, "feature-gates", envDefault("FEATURE_GATES", ""), "comma-separated NAME=true|false (env FEATURE_GATES): SpotToSpotConsolidation (default false)")
 	f.StringVar(&minValues, "min-values-policy", envDefault("MIN_VALUES_POLICY", string(sched.MinValuesStrict)), "Strict or BestEffort (env MIN_VALUES_POLICY)")
 	f.StringVar(&metricsAddr, "metrics-bind-address", envDefault("METRICS_BIND_ADDRESS", ":8080"), "Prometheus metrics address, 0 to disable (env METRICS_BIND_ADDRESS)")

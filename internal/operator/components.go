@@ -130,12 +130,16 @@ func Build(conf Config, deps Dependencies) (*Components, error) {
 		provider = deps.CloudProviderMetrics.Decorate(provider)
 	}
 	cluster := state.NewCluster(clk)
-	hinter := nomination.New(kube, cluster, conf.WriteWorkers, conf.Logger.WithName("nomination"))
 
 	c := &Components{Cluster: cluster, KWOK: kwokProvider, Runnables: runnables}
 	c.Controllers = append(c.Controllers, providerControllers...)
-	c.Controllers = append(c.Controllers, hinter.Controllers()...)
-	c.Controllers = append(c.Controllers, nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m).WithHinter(hinter).Controllers()...)
+	lifecycle := nodeclaim.New(kube, provider, clk, unavailable, deps.Recorder, m)
+	if conf.NominatedNodeHints {
+		hinter := nomination.New(kube, cluster, conf.WriteWorkers, conf.Logger.WithName("nomination"))
+		c.Controllers = append(c.Controllers, hinter.Controllers()...)
+		lifecycle = lifecycle.WithHinter(hinter)
+	}
+	c.Controllers = append(c.Controllers, lifecycle.Controllers()...)
 	c.Controllers = append(c.Controllers, nodepool.New(kube, clk, m).Controllers()...)
 	c.Controllers = append(c.Controllers, termination.New(kube, provider, clk, deps.Recorder, m).WithAPIReader(deps.APIReader).Controllers()...)
 	c.Controllers = append(c.Controllers, disruption.NewClaims(kube, provider, cluster, clk, deps.Recorder, m).Controllers()...)

@@ -29,7 +29,7 @@ func main() {
 
 func run() error {
 	var (
-		pods             = flag.String("pods", "500,2000", "sizes of Deployment A, comma-separated (Deployment B, zone-spread, gets a fifth of each); each size runs on a fresh control plane")
+		pods             = flag.String("pods", "500,2000,10000@200", "sizes of Deployment A, comma-separated (Deployment B, zone-spread, gets a fifth of each); each size runs on a fresh control plane; SIZE@QPS runs kube-controller-manager and kube-scheduler at QPS requests/s (their defaults, 20 and 50, alone take over 5 minutes to create and bind 12,000 pods)")
 		consolidateAfter = flag.String("consolidate-after", "0s", "the NodePool's consolidateAfter")
 		budget           = flag.String("budget", "100%", "the NodePool's disruption budget (nodes)")
 		percent          = flag.Int("scale-down-percent", 10, "what both Deployments are scaled to, in percent")
@@ -41,7 +41,6 @@ func run() error {
 		binDir           = flag.String("controlplane-dir", "", "directory of etcd, kube-apiserver, kube-controller-manager, kube-scheduler (default $"+controlplane.EnvBinDir+", else hack/controlplane.sh)")
 		logRoot          = flag.String("logs", "", "directory for the logs of every process (default: a new temporary directory)")
 		keepLogs         = flag.Bool("keep-logs", false, "keep the logs after a successful run too (they are always kept after a failure)")
-		componentQPS     = flag.Int("component-qps", 0, "kube-controller-manager's and kube-scheduler's client rate (--kube-api-qps, burst 1.5x); 0 keeps their defaults (20 and 50 requests/s), which alone take over 5 minutes to create and bind 12,000 pods")
 	)
 	flag.Parse()
 	// The benchmark's own clients log nothing worth reading; the processes
@@ -51,9 +50,6 @@ func run() error {
 	sizes, err := parseSizes(*pods)
 	if err != nil {
 		return err
-	}
-	if *componentQPS < 0 {
-		return fmt.Errorf("-component-qps %d: want 0 (the defaults) or more", *componentQPS)
 	}
 	if *percent <= 0 || *percent > 100 {
 		return fmt.Errorf("-scale-down-percent %d: want 1..100", *percent)
@@ -100,15 +96,14 @@ func run() error {
 	s := settings{
 		binDir: *binDir, kwokBin: *kwokBin, nodewrightBin: nwBin, catalogPath: catalogPath, book: newPriceBook(entries),
 		settle: *settle, upTimeout: *upTimeout, downTimeout: *downTimeout, progress: os.Stderr, clock: clock.RealClock{},
-		componentQPS: *componentQPS,
 	}
 	var (
 		results []result
 		errs    []error
 	)
-	for _, n := range sizes {
-		w := workload{pods: n, consolidateAfter: *consolidateAfter, budget: *budget, scaleDownPercent: *percent}
-		dir := filepath.Join(root, fmt.Sprintf("pods-%d", n))
+	for _, size := range sizes {
+		w := workload{pods: size.pods, componentQPS: size.componentQPS, consolidateAfter: *consolidateAfter, budget: *budget, scaleDownPercent: *percent}
+		dir := filepath.Join(root, fmt.Sprintf("pods-%d", size.pods))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", dir, err)
 		}
@@ -130,12 +125,8 @@ func run() error {
 	}
 	if len(results) > 0 {
 		fmt.Println()
-		rates := "kube-controller-manager and kube-scheduler at their default client rates"
-		if *componentQPS > 0 {
-			rates = fmt.Sprintf("kube-controller-manager and kube-scheduler at %d requests/s", *componentQPS)
-		}
-		fmt.Printf("Nodewright live benchmark: %s; NodePool linux/amd64, spot+on-demand, WhenEmptyOrUnderutilized, consolidateAfter %s, budget %s; scale-down to %d%%, settled = last node change, stable for %s; %s\n\n",
-			time.Now().UTC().Format(time.RFC3339), *consolidateAfter, *budget, *percent, *settle, rates)
+		fmt.Printf("Nodewright live benchmark: %s; NodePool linux/amd64, spot+on-demand, WhenEmptyOrUnderutilized, consolidateAfter %s, budget %s; scale-down to %d%%, settled = last node change, stable for %s; SIZE @QPS: kube-controller-manager and kube-scheduler at QPS requests/s (else their defaults)\n\n",
+			time.Now().UTC().Format(time.RFC3339), *consolidateAfter, *budget, *percent, *settle)
 		render(os.Stdout, results)
 	}
 	if len(errs) > 0 {
@@ -149,15 +140,26 @@ func run() error {
 	return os.RemoveAll(root)
 }
 
-// parseSizes reads "500,2000".
-func parseSizes(s string) ([]int, error) {
-	var out []int
+// size is one run: Deployment A's pods, and the control plane's client
+// rate (0: the components' defaults).
+type size struct{ pods, componentQPS int }
+
+// parseSizes reads "500,2000,10000@200".
+func parseSizes(s string) ([]size, error) {
+	var out []size
 	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
+		podsText, qpsText, withQPS := strings.Cut(strings.TrimSpace(f), "@")
+		n, err := strconv.Atoi(podsText)
 		if err != nil || n < 5 {
-			return nil, fmt.Errorf("-pods %q: want comma-separated sizes of at least 5", s)
+			return nil, fmt.Errorf("-pods %q: want comma-separated sizes of at least 5, each optionally @QPS", s)
 		}
-		out = append(out, n)
+		sz := size{pods: n}
+		if withQPS {
+			if sz.componentQPS, err = strconv.Atoi(qpsText); err != nil || sz.componentQPS < 1 {
+				return nil, fmt.Errorf("-pods %q: %q: want SIZE@QPS with a QPS of at least 1", s, f)
+			}
+		}
+		out = append(out, sz)
 	}
 	return out, nil
 }

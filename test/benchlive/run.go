@@ -31,18 +31,6 @@ type settings struct {
 	settle, upTimeout, downTimeout time.Duration
 	progress                       io.Writer
 	clock                          clock.Clock
-	// componentQPS, when set, is kube-controller-manager's and
-	// kube-scheduler's client rate.
-	componentQPS int
-}
-
-// componentArgs are the client-rate flags of kube-controller-manager and
-// kube-scheduler (none: their defaults).
-func (s settings) componentArgs() []string {
-	if s.componentQPS == 0 {
-		return nil
-	}
-	return []string{fmt.Sprintf("--kube-api-qps=%d", s.componentQPS), fmt.Sprintf("--kube-api-burst=%d", s.componentQPS*3/2)}
 }
 
 // result is what one run measured. A phase that did not finish leaves its
@@ -88,7 +76,7 @@ func runOne(ctx context.Context, s settings, w workload, dir string) (res result
 	s.logf("%s: starting the control plane and kwok", w.label())
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		BinDir: s.binDir, ControllerManager: true, Scheduler: true, KWOK: s.kwokBin, CRDs: manifests,
-		ControllerManagerArgs: s.componentArgs(), SchedulerArgs: s.componentArgs(),
+		ControllerManagerArgs: w.componentArgs(), SchedulerArgs: w.componentArgs(),
 	})
 	if err != nil {
 		return res, fmt.Errorf("starting the control plane: %w", err)

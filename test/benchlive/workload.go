@@ -25,6 +25,9 @@ type workload struct {
 	budget           string
 	// scaleDownPercent is what both Deployments are scaled to in phase 2.
 	scaleDownPercent int
+	// componentQPS, when set, is kube-controller-manager's and
+	// kube-scheduler's client rate for this run (0: their defaults).
+	componentQPS int
 }
 
 const (
@@ -47,7 +50,21 @@ func (w workload) scaled(n int) int { return (n*w.scaleDownPercent + 99) / 100 }
 func (w workload) scaledTotal() int { return w.scaled(w.pods) + w.scaled(w.spreadPods()) }
 
 // label is the size as the table shows it, "500+100".
-func (w workload) label() string { return fmt.Sprintf("%d+%d", w.pods, w.spreadPods()) }
+func (w workload) label() string {
+	if w.componentQPS > 0 {
+		return fmt.Sprintf("%d+%d @%d", w.pods, w.spreadPods(), w.componentQPS)
+	}
+	return fmt.Sprintf("%d+%d", w.pods, w.spreadPods())
+}
+
+// componentArgs are the client-rate flags of kube-controller-manager and
+// kube-scheduler for the run (none: their defaults).
+func (w workload) componentArgs() []string {
+	if w.componentQPS == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("--kube-api-qps=%d", w.componentQPS), fmt.Sprintf("--kube-api-burst=%d", w.componentQPS*3/2)}
+}
 
 func nodeClass() *kwokv1alpha1.KWOKNodeClass {
 	return &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}

@@ -80,3 +80,24 @@ func TestDeploymentsRequestOneCPUTwoGiBAndOnlyBSpreads(t *testing.T) {
 		t.Errorf("spread %+v", tsc)
 	}
 }
+
+func TestParseSizes(t *testing.T) {
+	got, err := parseSizes("500, 2000,10000@200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []size{{500, 0}, {2000, 0}, {10000, 200}}
+	if len(got) != len(want) {
+		t.Fatalf("parseSizes = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("size %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "4", "500@", "500@0", "500@x", "x@200", "500,,2000"} {
+		if _, err := parseSizes(bad); err == nil {
+			t.Errorf("parseSizes(%q) accepted", bad)
+		}
+	}
+}
