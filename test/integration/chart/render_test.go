@@ -147,9 +147,22 @@ func TestChartRBACIsLeastPrivilege(t *testing.T) {
 		if createsNodes != (provider == "kwok") {
 			t.Errorf("%s: creates nodes %v; only the kwok provider makes Node objects", provider, createsNodes)
 		}
-		lease := into[rbacv1.Role](t, find(objs, "Role"))
-		if len(lease.Rules) != 1 || !slices.Equal(lease.Rules[0].Resources, []string{"leases"}) {
-			t.Errorf("%s: namespace role %+v, want leases only", provider, lease.Rules)
+		// Namespaced roles: leader election in the release namespace, and
+		// for the kwok provider, which plays its nodes' kubelet, their
+		// Leases in kube-node-lease. Leases only.
+		namespaces := map[string]bool{}
+		for _, o := range objs {
+			if o.GetKind() != "Role" {
+				continue
+			}
+			role := into[rbacv1.Role](t, o)
+			namespaces[role.Namespace] = true
+			if len(role.Rules) != 1 || !slices.Equal(role.Rules[0].Resources, []string{"leases"}) || slices.Contains(role.Rules[0].Verbs, "*") {
+				t.Errorf("%s: role %s/%s %+v, want leases only, no wildcard", provider, role.Namespace, role.Name, role.Rules)
+			}
+		}
+		if namespaces["kube-node-lease"] != (provider == "kwok") {
+			t.Errorf("%s: a role in kube-node-lease: %v; only the kwok provider renews node leases", provider, namespaces["kube-node-lease"])
 		}
 	}
 }
