@@ -134,7 +134,7 @@ func (o *scaleOptions) validate() error {
 	if o.qps <= 0 || math.IsInf(float64(o.qps), 0) || math.IsNaN(float64(o.qps)) {
 		return fmt.Errorf("--kube-client-qps %v: want a number above 0", o.qps)
 	}
-	if o.burst < int(math.Ceil(float64(o.qps))) {
+	if float64(o.burst) < math.Ceil(float64(o.qps)) { // in floats: a huge QPS must not wrap
 		return fmt.Errorf("--kube-client-burst %d: want at least --kube-client-qps %v (rounded up)", o.burst, o.qps)
 	}
 	if o.workers < 1 {

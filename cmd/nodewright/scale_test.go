@@ -26,6 +26,7 @@ func TestControllerChecksScaleFlags(t *testing.T) {
 		{[]string{"--kube-client-burst", "100"}, "--kube-client-burst 100: want at least --kube-client-qps 200"},
 		{[]string{"--kube-client-qps", "50.5", "--kube-client-burst", "50"}, "--kube-client-burst 50"},
 		{[]string{"--kube-client-qps", "many"}, `invalid argument "many" for "--kube-client-qps"`},
+		{[]string{"--kube-client-qps", "1e19", "--kube-client-burst", "1"}, "--kube-client-burst 1: want at least --kube-client-qps 1e+19"},
 		{[]string{"--controller-workers", "0"}, "--controller-workers 0: want at least 1"},
 		{[]string{"--informer-resync-period", "-1m"}, "--informer-resync-period -1m0s"},
 		{[]string{"--kube-client-qps", "50.5", "--kube-client-burst", "51"}, "--kubeconfig"},

@@ -118,26 +118,42 @@ func planDeletion(eligible []Candidate, cluster []sched.Node, pools []sched.Node
 	for _, c := range eligible {
 		moves[c.Name()] = len(Reschedulable(c.Pods))
 	}
-	var best deletion
-	for i, order := range deletionOrders(eligible, cluster, pools, base.RequestsOf) {
-		d := deleteInOrder(order, in, pools, maps.Clone(left), budgetWhy, disrupting, moves)
-		if i == 0 || d.better(best) {
+	orders := deletionOrders(eligible, cluster, pools, base.RequestsOf)
+	// One session serves every order: prepared once (the costly part, a
+	// solver state over the whole cluster), reverted to as made between
+	// orders.
+	session := sched.NewSession(in, nodeNames(orders[0]), func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) })
+	best := deleteInOrder(session, orders[0], pools, maps.Clone(left), budgetWhy, disrupting, moves)
+	// No other order can do better when the first takes nothing (then no
+	// node can go alone, and every order starts from that same cluster:
+	// its first node fails, and so on) or takes every node.
+	if len(best.taken) == 0 || len(best.taken) == len(eligible) {
+		return best
+	}
+	for _, order := range orders[1:] {
+		session.Revert(0)
+		session.Reorder(nodeNames(order))
+		if d := deleteInOrder(session, order, pools, maps.Clone(left), budgetWhy, disrupting, moves); d.better(best) {
 			best = d
 		}
 	}
 	return best
 }
 
-// deleteInOrder is one greedy pass of planDeletion: a session over in's
-// nodes, each candidate drained into the nodes left in turn, kept when
-// every pod finds a place and reverted otherwise.
-func deleteInOrder(order []Candidate, in sched.Input, pools []sched.NodePool, left map[string]int, budgetWhy map[string]string, disrupting map[string]int, moves map[string]int) deletion {
-	d := deletion{stays: map[string]string{}}
+// nodeNames are the candidates' node names, in order.
+func nodeNames(order []Candidate) []string {
 	names := make([]string, 0, len(order))
 	for _, c := range order {
 		names = append(names, c.Node.Name)
 	}
-	session := sched.NewSession(in, names, func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) })
+	return names
+}
+
+// deleteInOrder is one greedy pass of planDeletion on a session made (or
+// reordered) for order: each candidate drained into the nodes left in
+// turn, kept when every pod finds a place and reverted otherwise.
+func deleteInOrder(session *sched.Session, order []Candidate, pools []sched.NodePool, left map[string]int, budgetWhy map[string]string, disrupting map[string]int, moves map[string]int) deletion {
+	d := deletion{stays: map[string]string{}}
 	for _, c := range order {
 		pool := c.NodePool.Name
 		if left[pool] <= 0 {

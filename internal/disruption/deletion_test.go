@@ -1,7 +1,10 @@
 package disruption
 
 import (
+	"maps"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/sched"
@@ -56,5 +59,46 @@ func TestDeletionLeavesTheCheapestNodes(t *testing.T) {
 				t.Errorf("deletes %q (%d replacements), stays %v: want %q deleted", got, len(d.Command.Replacements), d.Stays, tc.want)
 			}
 		})
+	}
+}
+
+// One session serves every deletion order: reverted and reordered, it
+// answers each order exactly as a session made for that order does.
+func TestOneSessionAnswersEveryOrderAsAFreshOne(t *testing.T) {
+	sizes := []string{"c-4x", "c-8x", "c-16x", "c-32x", "c-96x", "c-128x", "c-192x"}
+	shape := make([]scaledNode, 60)
+	for i := range shape {
+		ct := karpv1.CapacityTypeSpot
+		if i%5 == 0 {
+			ct = karpv1.CapacityTypeOnDemand
+		}
+		shape[i] = scaledNode{instanceType: sizes[i%len(sizes)], zone: string(rune('a' + i%4)), capacityType: ct, load: 1 + i%3, spread: i % 2}
+	}
+	f := scaledDown(t, shape)
+	cands, cluster := f.view()
+	pools := []sched.NodePool{{NodePool: f.pool, InstanceTypes: f.types}}
+	in := sched.Input{RequestsOf: NewRequestMemo().Of}
+	in.Nodes = receivers(cluster)
+	left := map[string]int{f.pool.Name: len(cands)}
+	moves := map[string]int{}
+	orders := deletionOrders(cands, cluster, pools, in.RequestsOf)
+	if len(orders) < 3 {
+		t.Fatalf("%d distinct orders: the test needs orders that differ", len(orders))
+	}
+	movable := func(p *corev1.Pod) bool { return !ownedByNodeOrDaemonSet(p) }
+	shared := sched.NewSession(in, nodeNames(orders[0]), movable)
+	for i, order := range orders {
+		if i > 0 {
+			shared.Revert(0)
+			shared.Reorder(nodeNames(order))
+		}
+		got := deleteInOrder(shared, order, pools, maps.Clone(left), nil, nil, moves)
+		fresh := deleteInOrder(sched.NewSession(in, nodeNames(order), movable), order, pools, maps.Clone(left), nil, nil, moves)
+		if names(got.taken) != names(fresh.taken) || got.saved != fresh.saved {
+			t.Errorf("order %d: the shared session takes %s ($%.2f/h), a fresh one %s ($%.2f/h)", i, names(got.taken), got.saved, names(fresh.taken), fresh.saved)
+		}
+		if len(got.taken) == 0 {
+			t.Errorf("order %d takes nothing: the test needs orders that take nodes", i)
+		}
 	}
 }

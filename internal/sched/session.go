@@ -88,7 +88,15 @@ func NewSession(in Input, candidates []string, movable func(*corev1.Pod) bool) *
 	for _, ps := range pods {
 		x.pristine[ps] = *ps
 	}
-	x.order = slices.Clone(s.nodes)
+	x.orderNodes(rank)
+	return x
+}
+
+// orderNodes sets where moved pods look for room: nodes that are not
+// candidates first (in the solver's order), then candidates last-to-go
+// first; rank is each candidate's place in the asking order, from 1.
+func (x *Session) orderNodes(rank map[string]int) {
+	x.order = slices.Clone(x.s.nodes)
 	slices.SortStableFunc(x.order, func(a, b *nodeState) int {
 		return cmp.Compare(-rank[a.node.Name], -rank[b.node.Name])
 	})
@@ -97,7 +105,24 @@ func NewSession(in Input, candidates []string, movable func(*corev1.Pod) bool) *
 	slices.SortStableFunc(x.order, func(a, b *nodeState) int {
 		return cmp.Compare(min(rank[a.node.Name], 1), min(rank[b.node.Name], 1))
 	})
-	return x
+}
+
+// Reorder has the candidates asked in another order from now on, as if
+// the session had been made with it: one session then serves several
+// orders (Revert to Mark 0 between them) instead of being prepared again
+// for each. Names that are not candidates are ignored. It panics unless
+// the session is as it was made: no change kept.
+func (x *Session) Reorder(candidates []string) {
+	if len(x.journal) != 0 {
+		panic("sched: Session.Reorder after a change: Revert first")
+	}
+	rank := map[string]int{}
+	for i, name := range candidates {
+		if x.candidate[name] {
+			rank[name] = i + 1
+		}
+	}
+	x.orderNodes(rank)
 }
 
 // Drain asks whether the node can go: it is taken away and its movable pods

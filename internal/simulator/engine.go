@@ -305,7 +305,10 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 		e.inv.settled(ctx, now)
 		e.report.sample(now)
 		next := e.nextGC
-		if look := e.nextLook(); look.Before(next) {
+		// The look is chosen before the clock moves: once it has, a lapse
+		// it was chosen for is past and no longer next.
+		look := e.nextLook()
+		if look.Before(next) {
 			next = look
 		}
 		if e.nextDisruption.Before(next) {
@@ -376,10 +379,10 @@ func (e *Engine) Run(ctx context.Context) (*Report, error) {
 				return nil, err
 			}
 		}
-		if !next.Before(e.nextLook()) {
+		if !next.Before(look) {
 			// As provisioning.Loop: every resync, and just after a pod
 			// becomes provisionable with no event.
-			if e.components.Cluster.AnyProvisionable() {
+			if _, open := e.components.Batcher.CloseAt(); !open && e.components.Cluster.AnyProvisionable() {
 				e.components.Batcher.Trigger()
 			}
 			if !next.Before(e.nextResync) {

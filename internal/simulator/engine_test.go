@@ -1,9 +1,14 @@
 package simulator
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/plan"
@@ -102,5 +107,40 @@ func TestDeploymentGetsNodesAndEveryPodBinds(t *testing.T) {
 	}
 	for _, e := range rep.Errors {
 		t.Errorf("controller error: %s", e)
+	}
+}
+
+// The simulator looks again just after a nomination lapses, as the live
+// loop does: the pod whose planned place never came is decided for in the
+// next window, not at the next resync.
+func TestSimulatorLooksAgainWhenANominationLapses(t *testing.T) {
+	e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 30 * time.Second, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: "no nodes"}}}}
+	ctx := context.Background()
+	e.At(3500*time.Millisecond, func() error {
+		// Planned onto a claim that never comes; lapses at 11.5 s.
+		e.components.Cluster.Nominate([]*corev1.Pod{pod}, "ghost", 8*time.Second)
+		return e.Client().Create(ctx, pod.DeepCopy())
+	})
+	var provisionable, open bool
+	e.At(12*time.Second, func() error {
+		provisionable = e.components.Cluster.AnyProvisionable()
+		_, open = e.components.Batcher.CloseAt()
+		return nil
+	})
+	if _, err := e.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !provisionable {
+		t.Fatal("the pod is not provisionable 0.5 s after its nomination lapsed")
+	}
+	if !open {
+		t.Error("0.5 s after the nomination lapsed no provisioning window is open; the next resync is at 20 s")
 	}
 }

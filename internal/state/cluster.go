@@ -37,6 +37,8 @@ type Cluster struct {
 	version uint64
 	// sync says whether the model is complete (synced.go).
 	sync syncGate
+	// nextProvisionable caches NextProvisionable.
+	nextProvisionable cachedTime
 	// up: the nodes able to take pods, with the taints that keep pods off
 	// them (rejection.go).
 	up map[string][]corev1.Taint
@@ -247,8 +249,20 @@ func (c *Cluster) NominationTargets() map[string]bool {
 // when no such time is ahead.
 func (c *Cluster) NextProvisionable() (time.Time, bool) {
 	now := c.clock.Now()
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Asked at every turn of the simulator's loop: the answer stands while
+	// the model has not changed and its time is still ahead.
+	if n := c.nextProvisionable; n.version == c.version && (n.at.IsZero() || now.Before(n.at)) {
+		return n.at, !n.at.IsZero()
+	}
+	next := c.computeNextProvisionable(now)
+	c.nextProvisionable = cachedTime{version: c.version, at: next}
+	return next, !next.IsZero()
+}
+
+// computeNextProvisionable is NextProvisionable's answer; c.mu is held.
+func (c *Cluster) computeNextProvisionable(now time.Time) time.Time {
 	var next time.Time
 	earlier := func(t time.Time) {
 		if now.Before(t) && (next.IsZero() || t.Before(next)) {
@@ -263,7 +277,13 @@ func (c *Cluster) NextProvisionable() (time.Time, bool) {
 			earlier(at)
 		}
 	}
-	return next, !next.IsZero()
+	return next
+}
+
+// cachedTime is a time worked out from the model at version.
+type cachedTime struct {
+	version uint64
+	at      time.Time
 }
 
 // NominationOf returns the target of a pod's live nomination, or "".

@@ -302,8 +302,11 @@ func (l *Loop) rollback(ctx context.Context, run *launching, why string) error {
 // another controller holds it) and then its decision, reading both afresh;
 // a NodeClaim being deleted keeps both.
 func (l *Loop) unmark(ctx context.Context, name string) error {
+	// Read past the cache: a NodeClaim this loop deleted a moment ago may
+	// still look alive there while its node's taint has already been seen,
+	// and untainting a node being drained lets pods back on it.
 	nc := &karpv1.NodeClaim{}
-	if err := l.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+	if err := l.reader.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {

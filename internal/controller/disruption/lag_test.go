@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,5 +115,52 @@ func TestLoopReplacesThroughALaggingCache(t *testing.T) {
 				t.Errorf("%d replacement NodeClaims, want 3: nothing bought twice", n)
 			}
 		})
+	}
+}
+
+// Just after a command, the cache may show the node's disrupted taint but
+// not yet the NodeClaim's deletion: the sweep must not take the taint for
+// an orphan and lift it from a node being drained.
+func TestSweepKeepsTheTaintOfANodeJustDisrupted(t *testing.T) {
+	ctx := context.Background()
+	g := &lagging{lag: 3}
+	e := newEnvWith(t, g.funcs())
+	np := &karpv1.NodePool{}
+	if err := e.store.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("Never")
+	if err := e.store.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster.UpdateNodePool(np)
+	nc := e.claim(t)
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: karpv1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted"})
+	if err := e.store.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.cluster.UpdateNodeClaim(e.claim(t))
+	l := NewLoop(e.kube, e.cluster, e.clock, record.NewFakeRecorder(100), nil, logr.Discard(), nil, Options{APIReader: e.store})
+	wait, err := l.Pass(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := e.store.Get(ctx, client.ObjectKey{Name: "web-1"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if e.claim(t).DeletionTimestamp == nil || !hasDisruptedTaint(node) {
+		t.Fatal("setup: the drifted node was not disrupted and tainted")
+	}
+	e.cluster.UpdateNode(node) // the Node's event has come, the NodeClaim's not yet
+	e.clock.Step(wait)
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Get(ctx, client.ObjectKey{Name: "web-1"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !hasDisruptedTaint(node) {
+		t.Errorf("%s after the command the sweep lifted the disrupted taint of node web-1, whose NodeClaim is being deleted", wait)
 	}
 }

@@ -1,10 +1,6 @@
 package nomination
 
-import (
-	"os"
-
-	corev1 "k8s.io/api/core/v1"
-)
+import corev1 "k8s.io/api/core/v1"
 
 // wantsHint reports whether a pod planned onto node should be handed to
 // kube-scheduler with that nomination now: still unbound, not nominated
@@ -27,7 +23,7 @@ import (
 func wantsHint(p *corev1.Pod, node string) bool {
 	return p.Spec.NodeName == "" && p.Status.NominatedNodeName == "" &&
 		p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed &&
-		!hardSpread(p) && os.Getenv("NW_NOHINT") == ""
+		!hardSpread(p)
 }
 
 // hardSpread reports whether a pod has a DoNotSchedule topology spread.

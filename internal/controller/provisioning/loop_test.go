@@ -8,8 +8,10 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // runLoop serves the provisioning loop of e with windows of 1 s idle and
@@ -163,5 +165,41 @@ func TestALapsedNominationIsPlannedAgainAtOnce(t *testing.T) {
 	// closes after 1 s idle; the resync would have waited until 30 s.
 	if at := again.Sub(start); at >= 28*time.Second {
 		t.Errorf("pod a planned again at %s, want just after its nomination lapsed at 24.5s", at)
+	}
+}
+
+// A pod kube-scheduler has not looked at is decided for just after its
+// grace, though it arrived while the loop was waiting and nothing
+// triggered it: not at the next resync.
+func TestABacklogPodIsDecidedForAfterItsGrace(t *testing.T) {
+	e := newEnv(t, kwokPool("web"))
+	start := e.clock.Now()
+	runLoop(t, e)
+	for !e.clock.HasWaiters() { // the loop waits
+		time.Sleep(time.Millisecond)
+	}
+	e.clock.Step(500 * time.Millisecond)
+	p := pendingPod("a", "1500m")
+	p.Status.Conditions = nil // kube-scheduler has not looked at it
+	p.CreationTimestamp = metav1.NewTime(e.clock.Now())
+	e.cluster.UpdatePod(p) // not provisionable yet: the feed triggers nothing
+
+	var at time.Duration
+	for e.clock.Since(start) < 15*time.Second && at == 0 {
+		e.clock.Step(100 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
+		for _, ev := range events(e.recorder) {
+			if strings.Contains(ev, ReasonNominated) {
+				at = e.clock.Since(start)
+			}
+		}
+	}
+	if at == 0 {
+		t.Fatal("the pod was never decided for")
+	}
+	// The grace ends at 2.5 s; then a look within a second and the 1 s
+	// window: about 3.5 to 4.5 s, far from the 10 s resync.
+	if at > 5*time.Second {
+		t.Errorf("decided for at %s, want just after its grace ended at %s", at, 500*time.Millisecond+state.SchedulerBacklogGrace)
 	}
 }
