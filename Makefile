@@ -95,7 +95,7 @@ bench: ## Benchmarks: the solver on Karpenter's diverse-pods workload against th
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v internal/disruption)
 
 BENCH_LIVE_FLAGS ?=
-bench-live: build ## Live benchmark (not in `make test`): control plane + real kwok + bin/nodewright at 500+100 and 2,000+400 pods vs Karpenter's figures (BENCH_LIVE_FLAGS='-pods 10000').
+bench-live: build ## Live benchmark (not in `make test`): control plane + real kwok + bin/nodewright at 500+100, 2,000+400 and 10,000+2,000 pods vs Karpenter's figures
 	dir="$$(hack/controlplane.sh)"; kwok="$$(hack/kwok.sh)"; \
 	NODEWRIGHT_CONTROLPLANE_DIR="$$dir" NODEWRIGHT_KWOK_BIN="$$kwok" go run ./test/benchlive -nodewright $(BIN)/nodewright $(BENCH_LIVE_FLAGS)
 

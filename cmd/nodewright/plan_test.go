@@ -109,6 +109,7 @@ func TestPlanFollowsVolumeTopology(t *testing.T) {
 kind: StorageClass
 metadata: {name: gp3}
 provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
 allowedTopologies:
 - matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1b]}]
 ---
@@ -128,7 +129,7 @@ spec:
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: pgdata-db-0}
+metadata: {name: pgdata-db-0, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
 spec: {volumeName: pv-0, storageClassName: gp3, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
 ---
 apiVersion: v1

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/internal/sched/resources"
 )
 
 // PendingPods returns the pods waiting for a node: standalone pods with no
@@ -126,8 +128,10 @@ func replicas(owner metav1.ObjectMeta, tmpl corev1.PodTemplateSpec, n int32, kin
 	return out
 }
 
-// withDefaults fills what the API server would: the namespace and a UID.
+// withDefaults fills what the API server would: the namespace, a UID and
+// requests from limits (resources.DefaultRequests).
 func withDefaults(p *corev1.Pod) *corev1.Pod {
+	resources.DefaultRequests(p)
 	if p.Namespace == "" {
 		p.Namespace = metav1.NamespaceDefault
 	}

@@ -81,12 +81,23 @@ func (s *solver) preparePool(np NodePool) *poolState {
 	}
 	for _, ds := range s.daemons {
 		if _, bad := untolerated(noPreferNoSchedule(ps.taints), ds.tolerations); !bad && len(ds.ports) > 0 &&
-			slices.ContainsFunc(ds.terms, func(t requirement.Requirements) bool { return ps.reqs.Compatible(t, s.wellKnown) == nil }) {
+			slices.ContainsFunc(ds.terms, func(t requirement.Requirements) bool { return ps.reqs.Compatible(t, s.daemonKnown) == nil }) {
 			ps.daemonPorts = append(ps.daemonPorts, ds.ports...)
 		}
 	}
+	// A label some of the pool's types define and another does not is
+	// absent from that other type's nodes: its requirements say so
+	// (DoesNotExist), so Exists and In select only the types that define
+	// it, as Karpenter's instance types declare the labels they lack.
+	typeKeys := map[string]bool{}
 	for _, it := range np.InstanceTypes {
-		if ts := s.prepareType(ps, it); ts != nil {
+		for k := range it.Labels {
+			typeKeys[k] = true
+		}
+	}
+	delete(typeKeys, corev1.LabelOSStable) // from OperatingSystems when not a label
+	for _, it := range np.InstanceTypes {
+		if ts := s.prepareType(ps, it, typeKeys); ts != nil {
 			ps.types = append(ps.types, ts)
 		}
 	}
@@ -95,11 +106,16 @@ func (s *solver) preparePool(np NodePool) *poolState {
 }
 
 // prepareType returns nil when the pool can never launch the type.
-func (s *solver) prepareType(ps *poolState, it *catalog.InstanceType) *typeState {
+func (s *solver) prepareType(ps *poolState, it *catalog.InstanceType, typeKeys map[string]bool) *typeState {
 	ts := &typeState{it: it, capacity: s.ix.Vector(it.Capacity)}
 	ts.reqs = requirement.FromLabels(it.Labels)
 	if len(it.OperatingSystems) > 1 {
 		ts.reqs.Add(requirement.MustNew(corev1.LabelOSStable, corev1.NodeSelectorOpIn, it.OperatingSystems...))
+	}
+	for k := range typeKeys {
+		if _, ok := it.Labels[k]; !ok {
+			ts.reqs.Add(requirement.MustNew(k, corev1.NodeSelectorOpDoesNotExist))
+		}
 	}
 	for _, o := range it.Offerings {
 		if !o.Available || (s.in.Unavailable != nil && s.in.Unavailable(it.Name, o.Zone, o.CapacityType)) {
@@ -154,7 +170,7 @@ func (s *solver) daemonOverhead(ps *poolState, ts *typeState) resources.Vector {
 			continue
 		}
 		for _, term := range ds.terms {
-			if ps.reqs.Compatible(term, s.wellKnown) == nil && ts.reqs.Intersects(term) == nil {
+			if ps.reqs.Compatible(term, s.daemonKnown) == nil && ts.reqs.Intersects(term) == nil {
 				total = total.AddInPlace(ds.requests)
 				break
 			}

@@ -49,6 +49,7 @@ type Session struct {
 func NewSession(in Input, candidates []string, movable func(*corev1.Pod) bool) *Session {
 	in.Pods, in.NodePools = nil, nil
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
+	s.daemonKnown = daemonLabels(s.wellKnown)
 	s.ix.RequestsOf = in.RequestsOf
 	s.memPerCPU = typicalMemPerCPU(nil)
 	x := &Session{s: s, byName: map[string]*nodeState{}, pods: map[*corev1.Pod]*podState{}, candidate: map[string]bool{}, eligible: map[any]map[*topoGroup][]string{}, pristine: map[*podState]podState{}}

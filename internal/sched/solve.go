@@ -21,6 +21,7 @@ type solver struct {
 	in            Input
 	ix            *resources.Index
 	wellKnown     map[string]bool
+	daemonKnown   map[string]bool // daemonLabels(wellKnown)
 	daemons       []*podState
 	pools         []*poolState
 	nodes         []*nodeState
@@ -48,6 +49,7 @@ type solver struct {
 // fails as a whole: a pod it cannot place is listed with the reason.
 func Solve(in Input) Plan {
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
+	s.daemonKnown = daemonLabels(s.wellKnown)
 	s.ix.RequestsOf = in.RequestsOf
 	for _, d := range in.DaemonSetPods {
 		if ds := newPodState(d, s.ix); ds.invalid == nil {
@@ -153,6 +155,17 @@ func typicalMemPerCPU(pools []*poolState) float64 {
 	}
 	slices.Sort(ratios)
 	return ratios[len(ratios)/2]
+}
+
+// daemonLabels are the labels a DaemonSet's required node affinity may ask
+// of a node to come: the well-known ones, and those every node gets as it
+// registers and initializes (karpenter.sh/registered, karpenter.sh/
+// initialized), which no NodeClaim carries but its node will.
+func daemonLabels(wellKnown map[string]bool) map[string]bool {
+	out := maps.Clone(wellKnown)
+	out[karpv1.LabelNodeRegistered] = true
+	out[karpv1.LabelNodeInitialized] = true
+	return out
 }
 
 // knownLabels: the input's well-known labels plus every key an instance type

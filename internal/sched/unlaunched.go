@@ -52,7 +52,7 @@ func (s *solver) unlaunchedDaemons(ns *nodeState) resources.Vector {
 		if _, bad := untolerated(taints, ds.tolerations); bad {
 			continue
 		}
-		if slices.ContainsFunc(ds.terms, func(t requirement.Requirements) bool { return ns.reqs.Compatible(t, s.wellKnown) == nil }) {
+		if slices.ContainsFunc(ds.terms, func(t requirement.Requirements) bool { return ns.reqs.Compatible(t, s.daemonKnown) == nil }) {
 			total = total.AddInPlace(ds.requests)
 		}
 	}

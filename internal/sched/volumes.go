@@ -87,12 +87,22 @@ func (vi *volumeIndex) volumeTerms(pod *corev1.Pod, v corev1.Volume) ([]requirem
 	if pvc.DeletionTimestamp != nil {
 		return nil, fmt.Errorf("volume %s: PersistentVolumeClaim %s/%s is being deleted", v.Name, pvc.Namespace, pvc.Name)
 	}
+	if pvc.Status.Phase == corev1.ClaimLost {
+		return nil, fmt.Errorf("volume %s: PersistentVolumeClaim %s/%s is Lost: its volume is gone", v.Name, pvc.Namespace, pvc.Name)
+	}
 	if pvc.Spec.VolumeName == "" {
-		return vi.classTerms(v.Name, pvc.Spec.StorageClassName)
+		return vi.unboundTerms(v.Name, pvc)
+	}
+	if pvc.Annotations[bindCompletedAnnotation] != "yes" {
+		return nil, fmt.Errorf("volume %s: PersistentVolumeClaim %s/%s names volume %s but its binding is not complete (no %s annotation): waiting for the PV controller",
+			v.Name, pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, bindCompletedAnnotation)
 	}
 	pv, ok := vi.pvs[pvc.Spec.VolumeName]
 	if !ok {
 		return nil, fmt.Errorf("volume %s: PersistentVolume %s of claim %s/%s not found", v.Name, pvc.Spec.VolumeName, pvc.Namespace, pvc.Name)
+	}
+	if pv.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("volume %s: PersistentVolume %s of claim %s/%s is being deleted", v.Name, pv.Name, pvc.Namespace, pvc.Name)
 	}
 	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
 		return nil, nil
@@ -114,6 +124,35 @@ func (vi *volumeIndex) volumeTerms(pod *corev1.Pod, v corev1.Volume) ([]requirem
 		out = append(out, rs)
 	}
 	return out, nil
+}
+
+// bindCompletedAnnotation is set by the PV controller on a claim once its
+// binding to spec.volumeName is done.
+const bindCompletedAnnotation = "pv.kubernetes.io/bind-completed"
+
+// unboundTerms: where an unbound claim can be provisioned. Like Karpenter,
+// a pod waits while its claim cannot bind on the pod's node: a claim with
+// no StorageClass (storageClassName "") binds only to a volume made for it,
+// and one whose class binds Immediately is bound by the PV controller
+// before kube-scheduler places the pod. A claim with no class named at all
+// takes the default class, if the input has one (the API server names it
+// on create), and is otherwise not constrained.
+func (vi *volumeIndex) unboundTerms(volume string, pvc *corev1.PersistentVolumeClaim) ([]requirement.Requirements, error) {
+	name := pvc.Spec.StorageClassName
+	if name != nil && *name == "" {
+		return nil, fmt.Errorf("volume %s: PersistentVolumeClaim %s/%s is unbound and has no StorageClass (storageClassName \"\"): only a volume made for it can bind it", volume, pvc.Namespace, pvc.Name)
+	}
+	sc := vi.defaultSC
+	if name != nil {
+		var ok bool
+		if sc, ok = vi.classes[*name]; !ok {
+			return nil, fmt.Errorf("volume %s: StorageClass %s not found", volume, *name)
+		}
+	}
+	if sc != nil && (sc.VolumeBindingMode == nil || *sc.VolumeBindingMode == storagev1.VolumeBindingImmediate) {
+		return nil, fmt.Errorf("volume %s: PersistentVolumeClaim %s/%s is unbound and StorageClass %s binds Immediately: the pod waits until the PV controller binds it", volume, pvc.Namespace, pvc.Name, sc.Name)
+	}
+	return vi.classTerms(volume, name)
 }
 
 // classTerms: an unbound claim can be provisioned where its StorageClass's

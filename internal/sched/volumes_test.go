@@ -16,9 +16,16 @@ func withClaim(volume, claim string) podOpt {
 	}
 }
 
+// pvc is a claim bound to volume (as the PV controller leaves it), or
+// unbound when volume is "".
 func pvc(name, volume string, class *string) *corev1.PersistentVolumeClaim {
-	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+	c := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PersistentVolumeClaimSpec{VolumeName: volume, StorageClassName: class}}
+	if volume != "" {
+		c.Annotations = map[string]string{bindCompletedAnnotation: "yes"}
+		c.Status.Phase = corev1.ClaimBound
+	}
+	return c
 }
 
 func zonalPV(name string, local bool, zones ...string) *corev1.PersistentVolume {
@@ -33,7 +40,8 @@ func zonalPV(name string, local bool, zones ...string) *corev1.PersistentVolume 
 }
 
 func zonalClass(name string, isDefault bool, zones ...string) *storagev1.StorageClass {
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "ebs.csi.aws.com",
+	wait := storagev1.VolumeBindingWaitForFirstConsumer
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "ebs.csi.aws.com", VolumeBindingMode: &wait,
 		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: zones}}}}}
 	if isDefault {
 		sc.Annotations = map[string]string{defaultStorageClassAnnotation: "true"}

@@ -26,6 +26,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/nodewright/nodewright/internal/sched/resources"
 )
 
 // store is the in-memory API server the controllers talk to through the
@@ -291,8 +293,11 @@ func (s *store) Create(_ context.Context, obj client.Object, _ ...client.CreateO
 	obj.SetResourceVersion(fmt.Sprint(s.version))
 	obj.SetGeneration(1)
 	obj.SetDeletionTimestamp(nil)
-	if pod, ok := obj.(*corev1.Pod); ok && pod.Status.Phase == "" {
-		pod.Status.Phase = corev1.PodPending // as the API server defaults it
+	if pod, ok := obj.(*corev1.Pod); ok {
+		if pod.Status.Phase == "" {
+			pod.Status.Phase = corev1.PodPending // as the API server defaults it
+		}
+		resources.DefaultRequests(pod) // limits without requests, as the API server defaults them
 	}
 	s.put(gvk, objs, key, obj.DeepCopyObject().(client.Object))
 	s.report(objs[key], false)

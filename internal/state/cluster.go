@@ -312,11 +312,13 @@ func (c *Cluster) Provisionable(p *corev1.Pod) bool {
 	return provisionable(p, now)
 }
 
-// AnyProvisionable reports whether some pod is provisionable now.
+// AnyProvisionable reports whether some pod is provisionable now, or must
+// move off a node going away (Snapshot.Evicting) with no home planned.
 func (c *Cluster) AnyProvisionable() bool {
 	now := c.clock.Now()
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	var away map[string]bool
 	for k, p := range c.pods {
 		if n, ok := c.nominated[k]; ok && now.Before(n.until) {
 			continue
@@ -324,8 +326,74 @@ func (c *Cluster) AnyProvisionable() bool {
 		if provisionable(p, now) {
 			return true
 		}
+		if p.Spec.NodeName != "" && reschedulable(p) {
+			if away == nil {
+				away = c.goingAway()
+			}
+			if away[p.Spec.NodeName] {
+				return true
+			}
+		}
 	}
 	return false
+}
+
+// goingAway returns the nodes whose pods need a new home before they are
+// evicted: the node or its NodeClaim is being deleted, or disruption has
+// tainted it (karpenter.sh/disrupted). A cordoned node is not one: its pods
+// stay until someone drains it. c.mu is held.
+func (c *Cluster) goingAway() map[string]bool {
+	out := map[string]bool{}
+	for _, n := range c.nodes {
+		if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }) {
+			out[n.Name] = true
+		}
+	}
+	if len(c.nodeClaims) == 0 {
+		return out
+	}
+	byProviderID := map[string]string{}
+	for _, n := range c.nodes {
+		if n.Spec.ProviderID != "" {
+			byProviderID[n.Spec.ProviderID] = n.Name
+		}
+	}
+	for _, nc := range c.nodeClaims {
+		if nc.DeletionTimestamp == nil {
+			continue
+		}
+		if name, ok := byProviderID[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" {
+			out[name] = true
+		} else if nc.Status.NodeName != "" {
+			out[nc.Status.NodeName] = true
+		}
+	}
+	return out
+}
+
+// reschedulable: a pod bound to a node that goes away will need room
+// elsewhere, as Karpenter counts it: not terminal (a terminating one
+// included: a StatefulSet's replacement waits for it to be gone), not a
+// DaemonSet or mirror pod, and not tolerating the disrupted taint (it
+// would stay to the end).
+func reschedulable(p *corev1.Pod) bool {
+	if isTerminal(p) || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") {
+		return false
+	}
+	return !slices.ContainsFunc(p.Spec.Tolerations, toleratesDisrupted)
+}
+
+// toleratesDisrupted: the toleration matches karpenter.sh/disrupted:NoSchedule
+// (no value).
+func toleratesDisrupted(t corev1.Toleration) bool {
+	taint := karpv1.DisruptedNoScheduleTaint
+	if t.Effect != "" && t.Effect != taint.Effect {
+		return false
+	}
+	if t.Key == "" {
+		return t.Operator == corev1.TolerationOpExists
+	}
+	return t.Key == taint.Key && (t.Operator == corev1.TolerationOpExists || t.Value == taint.Value)
 }
 
 func provisionable(p *corev1.Pod, now time.Time) bool {
@@ -340,9 +408,13 @@ func ownedBy(p *corev1.Pod, kind string) bool {
 	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == kind && o.Controller != nil && *o.Controller })
 }
 
-// initialized reports whether a NodeClaim's node has finished starting.
-func initialized(nc *karpv1.NodeClaim) bool {
-	return meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized)
+// initialized reports whether a NodeClaim's node has finished starting:
+// the claim's Initialized condition, or the node's karpenter.sh/initialized
+// label (both are set together; a node read from manifests may carry only
+// the label, which is what Karpenter reads).
+func initialized(nc *karpv1.NodeClaim, n *corev1.Node) bool {
+	return meta.IsStatusConditionTrue(nc.Status.Conditions, karpv1.ConditionTypeInitialized) ||
+		(n != nil && n.Labels[karpv1.LabelNodeInitialized] == "true")
 }
 
 // isDeleting: marked for deletion, or tainted as being disrupted.

@@ -15,6 +15,13 @@
 // restart forgot the nominations or a launch outlasted them. One being
 // deleted takes no pods but still counts toward its pool's limits.
 //
+// Pods bound to a node going away (it or its NodeClaim is being deleted, or
+// disruption tainted it) that will need room elsewhere are Snapshot.Evicting:
+// provisioning solves for them with the pending pods, so their new room is
+// on its way before they are evicted. The NodePools a decision may launch
+// from (Launchable: not deleting, not static, Ready) and their usage come
+// from Snapshot.Pools, for the controller and `nodewright plan` alike.
+//
 // The model knows whether it is complete (Synced): a new model is not,
 // until its feed says so (SetSyncedFunc for the informers, MarkSynced for
 // a synchronous or one-off feed); decisions wait for it. The feed also

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +90,7 @@ func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*cor
 		return nil, ErrNotSynced
 	}
 	snap := p.cluster.Snapshot()
-	snap.Pending = nil
+	snap.Pending, snap.Evicting = nil, nil
 	for _, pod := range pods {
 		moved := pod.DeepCopy()
 		moved.Spec.NodeName = ""
@@ -106,7 +105,7 @@ func (p *Provisioner) ProvisionFor(ctx context.Context, node string, pods []*cor
 }
 
 func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*karpv1.NodeClaim, error) {
-	if len(snap.Pending) == 0 {
+	if len(snap.Pending) == 0 && len(snap.Evicting) == 0 {
 		return nil, nil
 	}
 	plan, byName, err := p.solve(ctx, snap)
@@ -121,6 +120,9 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 		}
 	}
 	for _, u := range plan.Unschedulable {
+		if slices.ContainsFunc(snap.Evicting, func(e *corev1.Pod) bool { return e.UID == u.Pod.UID }) {
+			continue // still running where it is: no FailedScheduling on it
+		}
 		p.events.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
 	}
 	return created, err
@@ -145,8 +147,7 @@ func (p *Provisioner) solve(ctx context.Context, snap state.Snapshot) (sched.Pla
 	if err != nil {
 		return sched.Plan{}, nil, err
 	}
-	snap.Nodes = append(slices.Clip(snap.Nodes), snap.Unlaunched...)
-	in := snap.Input(pools)
+	in := snap.ProvisioningInput(pools)
 	in.MinValuesPolicy = p.opts.MinValuesPolicy
 	if p.opts.Unavailable != nil {
 		in.Unavailable = p.opts.Unavailable.IsUnavailable
@@ -157,81 +158,19 @@ func (p *Provisioner) solve(ctx context.Context, snap state.Snapshot) (sched.Pla
 	return plan, byName, nil
 }
 
-// Pools gathers the Ready NodePools this provider serves, with their
-// instance types and usage: the capacity of their nodes and launched
-// NodeClaims, and each NodeClaim still launching counted by its largest
-// instance-type option, so limits hold whatever the launches pick.
+// Pools gathers the NodePools this provider serves that provisioning may
+// launch from (state.Snapshot.Pools), with their instance types and usage.
+// A pool whose instance types cannot be read is skipped, as in Karpenter.
 // Disruption plans its replacements from the same pools.
 func (p *Provisioner) Pools(ctx context.Context, snap state.Snapshot) ([]sched.NodePool, map[string]*karpv1.NodePool, error) {
-	var out []sched.NodePool
-	byName := map[string]*karpv1.NodePool{}
-	for _, np := range snap.NodePools {
+	return snap.Pools(func(np *karpv1.NodePool) ([]*catalog.InstanceType, bool, error) {
 		if !cloudprovider.Manages(p.provider, np.Spec.Template.Spec.NodeClassRef) {
-			continue
-		}
-		if !meta.IsStatusConditionTrue(np.Status.Conditions, karpv1.ConditionTypeReady) {
-			continue // as in Karpenter, only Ready pools launch (see the nodepool controller)
+			return nil, false, nil
 		}
 		types, err := p.provider.GetInstanceTypes(ctx, np)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, nil, err
-			}
-			continue // Karpenter skips a pool whose instance types cannot be read
+			return nil, false, ctx.Err()
 		}
-		usage := withLaunching(snap.Usage[np.Name], snap.Launching[np.Name], types)
-		out = append(out, sched.NodePool{NodePool: np, InstanceTypes: types, Usage: usage})
-		byName[np.Name] = np
-	}
-	return out, byName, nil
-}
-
-// withLaunching returns a pool's usage plus its NodeClaims still
-// launching, each counted as its largest option (a copy: usage is the
-// snapshot's).
-func withLaunching(usage corev1.ResourceList, claims []*karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
-	if len(claims) == 0 {
-		return usage
-	}
-	out := usage.DeepCopy()
-	for _, nc := range claims {
-		out = sched.AddNode(out, largestOption(nc, types))
-	}
-	return out
-}
-
-// largestOption is, per resource, the most capacity any instance-type
-// option of a NodeClaim not launched yet has: the most its launch can
-// take. A claim naming none of the pool's types counts as the pool's
-// largest; with no types at all, as what it asked for.
-func largestOption(nc *karpv1.NodeClaim, types []*catalog.InstanceType) corev1.ResourceList {
-	named := map[string]bool{}
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == corev1.LabelInstanceTypeStable && r.Operator == corev1.NodeSelectorOpIn {
-			for _, v := range r.Values {
-				named[v] = true
-			}
-		}
-	}
-	envelope := func(keep func(*catalog.InstanceType) bool) corev1.ResourceList {
-		out := corev1.ResourceList{}
-		for _, it := range types {
-			if !keep(it) {
-				continue
-			}
-			for name, q := range it.Capacity {
-				if cur, ok := out[name]; !ok || q.Cmp(cur) > 0 {
-					out[name] = q.DeepCopy()
-				}
-			}
-		}
-		return out
-	}
-	if out := envelope(func(it *catalog.InstanceType) bool { return named[it.Name] }); len(out) > 0 {
-		return out
-	}
-	if out := envelope(func(*catalog.InstanceType) bool { return true }); len(out) > 0 {
-		return out
-	}
-	return nc.Spec.Resources.Requests
+		return types, true, nil
+	})
 }

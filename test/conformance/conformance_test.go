@@ -1,0 +1,175 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+
+	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/manifest"
+	"github.com/nodewright/nodewright/internal/plan"
+	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/pkg/catalog"
+)
+
+// tcase is one pinned behaviour.
+type tcase struct {
+	name string
+	// upstream names the Karpenter test the behaviour comes from: file,
+	// then the It(...) description.
+	upstream string
+	// yaml holds the manifests after the default NodePool and class
+	// (defaultPool), unless noDefaultPool.
+	yaml          string
+	noDefaultPool bool
+	catalog       []catalog.InstanceType // nil: fakeCatalog()
+	policy        sched.MinValuesPolicy
+	check         func(t *testing.T, d decision)
+}
+
+// defaultPool is the NodePool Karpenter's suites start from: no
+// requirements beyond the class, no limits.
+const defaultPool = `
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+`
+
+// run decides the cases through plan's path.
+func run(t *testing.T, cases []tcase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.upstream == "" {
+				t.Fatal("case names no upstream behaviour")
+			}
+			set := &manifest.Set{}
+			docs := tc.yaml
+			if !tc.noDefaultPool {
+				docs = defaultPool + "---\n" + docs
+			}
+			if err := set.Add(tc.name+".yaml", []byte(docs)); err != nil {
+				t.Fatalf("manifests: %v", err)
+			}
+			types := tc.catalog
+			if types == nil {
+				types = fakeCatalog()
+			}
+			in, warnings := plan.Input(set, types)
+			in.MinValuesPolicy = tc.policy
+			if in.MinValuesPolicy == "" {
+				in.MinValuesPolicy = sched.MinValuesStrict
+			}
+			d := decision{Plan: sched.Solve(in), warnings: warnings}
+			tc.check(t, d)
+			if t.Failed() {
+				t.Logf("upstream: %s\n%s", tc.upstream, d)
+			}
+		})
+	}
+}
+
+// decision is a plan with lookups by pod name.
+type decision struct {
+	sched.Plan
+	warnings []string
+}
+
+// claimOf returns the new NodeClaim a pod is placed on, or nil.
+func (d decision) claimOf(pod string) *sched.NodeClaim {
+	for i := range d.NodeClaims {
+		for _, p := range d.NodeClaims[i].Pods {
+			if p.Name == pod {
+				return &d.NodeClaims[i]
+			}
+		}
+	}
+	return nil
+}
+
+// existingOf returns the existing node or in-flight claim a pod is placed
+// on, or "".
+func (d decision) existingOf(pod string) string {
+	for _, e := range d.Existing {
+		for _, p := range e.Pods {
+			if p.Name == pod {
+				return e.Node
+			}
+		}
+	}
+	return ""
+}
+
+// unschedulable returns why a pod was not placed, or "" when it was.
+func (d decision) unschedulable(pod string) string {
+	for _, u := range d.Unschedulable {
+		if u.Pod.Name == pod {
+			return u.Reason
+		}
+	}
+	return ""
+}
+
+// placed reports whether a pod got a place, new or existing.
+func (d decision) placed(pod string) bool { return d.claimOf(pod) != nil || d.existingOf(pod) != "" }
+
+// String renders the decision for a failure message.
+func (d decision) String() string {
+	var b strings.Builder
+	for _, nc := range d.NodeClaims {
+		names := make([]string, len(nc.Pods))
+		for i, p := range nc.Pods {
+			names[i] = p.Name
+		}
+		b.WriteString("  new " + nc.NodePool + " " + nc.InstanceType + " " + nc.Zone + " " + nc.CapacityType + ": " + strings.Join(names, ",") + "\n")
+	}
+	for _, e := range d.Existing {
+		for _, p := range e.Pods {
+			b.WriteString("  existing " + e.Node + ": " + p.Name + "\n")
+		}
+	}
+	for _, u := range d.Unschedulable {
+		b.WriteString("  unschedulable " + u.Pod.Name + ": " + u.Reason + "\n")
+	}
+	for _, w := range d.warnings {
+		b.WriteString("  warning: " + w + "\n")
+	}
+	return b.String()
+}
+
+// requirement returns a NodeClaim's requirement on key, or nil.
+func requirement(nc *sched.NodeClaim, key string) *karpv1.NodeSelectorRequirementWithMinValues {
+	for i := range nc.Requirements {
+		if nc.Requirements[i].Key == key {
+			return &nc.Requirements[i]
+		}
+	}
+	return nil
+}
+
+// expectPlaced fails unless every pod got a place.
+func expectPlaced(t *testing.T, d decision, pods ...string) {
+	t.Helper()
+	for _, p := range pods {
+		if !d.placed(p) {
+			t.Errorf("pod %s not placed: %s", p, d.unschedulable(p))
+		}
+	}
+}
+
+// expectNotPlaced fails if any pod got a place.
+func expectNotPlaced(t *testing.T, d decision, pods ...string) {
+	t.Helper()
+	for _, p := range pods {
+		if d.placed(p) {
+			t.Errorf("pod %s placed, want it left pending", p)
+		}
+	}
+}
