@@ -82,6 +82,18 @@ func TestPlanBadInput(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, resources: {requests: {cpu: lots}}}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	badPool := filepath.Join(dir, "pool.yaml")
+	if err := os.WriteFile(badPool, []byte(`apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: web}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: Inn, values: [amd64]}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	badCatalog := filepath.Join(dir, "catalog.json")
 	if err := os.WriteFile(badCatalog, []byte(`[{"name": "x"}]`), 0o644); err != nil {
 		t.Fatal(err)
@@ -91,6 +103,8 @@ func TestPlanBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"plan", "-f", bad}, "bad.yaml: document 1 (Pod p)"},
+		// What kube-apiserver would refuse, in its words.
+		{[]string{"plan", "-f", badPool}, `pool.yaml: document 1 (NodePool web): NodePool.karpenter.sh "web" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Inn"`},
 		{[]string{"plan", "-f", "../../testdata/seed", "--catalog", badCatalog}, `catalog.json: instance type [0] "x"`},
 		{[]string{"plan", "-f", "../../testdata/seed", "-o", "yaml"}, `-o "yaml"`},
 		{[]string{"plan"}, "no manifests"},

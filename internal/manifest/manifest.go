@@ -3,6 +3,7 @@ package manifest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,10 +21,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/admission"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
 )
@@ -191,15 +194,16 @@ func (s *Set) addJSON(js []byte) error {
 		}
 		return nil
 	}
+	crds, err := admission.Embedded()
+	if err != nil {
+		return err
+	}
+	if gvk := tm.GroupVersionKind(); crds.Handles(gvk) {
+		return s.decodeCRD(crds, gvk, js, tm)
+	}
 	switch tm.GroupVersionKind().GroupKind().String() {
-	case "NodePool.karpenter.sh":
-		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodePools)
-	case "NodeClaim.karpenter.sh":
-		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodeClaims)
-	case "EC2NodeClass.karpenter.k8s.aws":
-		return decodeInto(js, tm, awsv1.SchemeGroupVersion.String(), &s.EC2NodeClasses)
-	case "KWOKNodeClass.karpenter.kwok.sh":
-		return decodeInto(js, tm, kwokv1alpha1.SchemeGroupVersion.String(), &s.KWOKNodeClasses)
+	case "NodePool.karpenter.sh", "NodeClaim.karpenter.sh", "EC2NodeClass.karpenter.k8s.aws", "KWOKNodeClass.karpenter.kwok.sh":
+		return s.decodeCRDTyped(js, tm) // another apiVersion: refused there
 	case "Node":
 		return decodeInto(js, tm, "v1", &s.Nodes)
 	case "Pod":
@@ -236,6 +240,54 @@ func (s *Set) addJSON(js []byte) error {
 		return fmt.Errorf("kind: required")
 	}
 	return fmt.Errorf("unsupported kind %s (apiVersion %s)", tm.Kind, tm.APIVersion)
+}
+
+// decodeCRD reads an object of one of Nodewright's CRDs: unknown fields
+// are refused first (a strict decode, discarded), then the object is
+// admitted as kube-apiserver would create it (admit) and decoded with its
+// defaults.
+func (s *Set) decodeCRD(crds *admission.CRDs, gvk schema.GroupVersionKind, js []byte, tm metav1.TypeMeta) error {
+	var probe Set
+	if err := probe.decodeCRDTyped(js, tm); err != nil {
+		return err
+	}
+	admitted, err := admit(crds, gvk, js)
+	if err != nil {
+		return err
+	}
+	return s.decodeCRDTyped(admitted, tm)
+}
+
+// decodeCRDTyped strictly decodes an object of one of the CRDs' kinds.
+func (s *Set) decodeCRDTyped(js []byte, tm metav1.TypeMeta) error {
+	switch tm.GroupVersionKind().GroupKind().String() {
+	case "NodePool.karpenter.sh":
+		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodePools)
+	case "NodeClaim.karpenter.sh":
+		return decodeInto(js, tm, karpv1.SchemeGroupVersion.String(), &s.NodeClaims)
+	case "EC2NodeClass.karpenter.k8s.aws":
+		return decodeInto(js, tm, awsv1.SchemeGroupVersion.String(), &s.EC2NodeClasses)
+	case "KWOKNodeClass.karpenter.kwok.sh":
+		return decodeInto(js, tm, kwokv1alpha1.SchemeGroupVersion.String(), &s.KWOKNodeClasses)
+	}
+	return fmt.Errorf("unsupported kind %s (apiVersion %s)", tm.Kind, tm.APIVersion)
+}
+
+// admit does to an object of one of Nodewright's CRDs what kube-apiserver
+// does on create: it fills the schema's defaults and rejects the object
+// with the API server's own message when the schema or a CEL rule would.
+// The status is kept (a manifest may describe an object as it is) but not
+// checked, as a create ignores it.
+func admit(crds *admission.CRDs, gvk schema.GroupVersionKind, js []byte) ([]byte, error) {
+	obj, err := admission.Decode(js)
+	if err != nil {
+		return nil, err
+	}
+	crds.Default(gvk, obj)
+	if err := crds.Validate(context.Background(), gvk, obj); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
 }
 
 // decodeInto strictly decodes js as a T of the expected apiVersion and appends it.

@@ -27,7 +27,8 @@ type tcase struct {
 }
 
 // defaultPool is the NodePool Karpenter's suites start from: no
-// requirements beyond the class, no limits.
+// constraint beyond the class (the CRD requires a requirement: both
+// capacity types), no limits.
 const defaultPool = `
 apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
@@ -40,6 +41,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot, on-demand]}]
 `
 
 // run decides the cases through plan's path.

@@ -4,12 +4,15 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/admission"
 )
 
 // invalidCase edits a valid object into an invalid one. The API server must
@@ -315,6 +318,7 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 				deletePath(obj.Object, path)
 			}
 			var err error
+			offline := obj.DeepCopy()
 			if c.update {
 				_, err = resourceFor(t, c.kind).Update(ctx, obj, metav1.UpdateOptions{FieldValidation: "Strict"})
 			} else {
@@ -335,6 +339,29 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.msg) {
 				t.Errorf("the error does not say %q:\n%v", c.msg, err)
+			}
+			if c.update {
+				return // transition rules: offline checks see creates only
+			}
+			// Offline (plan, simulate): the same answer, word for word.
+			crds, aerr := admission.Embedded()
+			if aerr != nil {
+				t.Fatal(aerr)
+			}
+			js, jerr := json.Marshal(offline.Object)
+			if jerr != nil {
+				t.Fatal(jerr)
+			}
+			decoded, derr := admission.Decode(js)
+			if derr != nil {
+				t.Fatal(derr)
+			}
+			gvk := offline.GroupVersionKind()
+			crds.Default(gvk, decoded)
+			if ours := crds.Validate(ctx, gvk, decoded); ours == nil {
+				t.Errorf("offline validation accepts what the API server rejects")
+			} else if ours.Error() != err.Error() {
+				t.Errorf("offline validation answers\n  %v\nthe API server\n  %v", ours, err)
 			}
 		})
 	}
