@@ -26,9 +26,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/internal/admission"
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	kwokv1alpha1 "github.com/nodewright/nodewright/api/kwok/v1alpha1"
+	"github.com/nodewright/nodewright/internal/admission"
 )
 
 // Set is everything read from a list of manifests.

@@ -3,10 +3,12 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -46,13 +48,19 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 	for _, nc := range set.NodeClaims {
 		cluster.UpdateNodeClaim(nc)
 	}
-	for _, p := range set.PendingPods() {
-		cluster.UpdatePod(unschedulable(p))
-	}
+	taken := map[string]bool{}
 	for _, pods := range set.BoundPods() {
 		for _, p := range pods {
+			taken[p.Namespace+"/"+p.Name] = true
 			cluster.UpdatePod(p)
 		}
+	}
+	for _, p := range set.PendingPods() {
+		p = unschedulable(uniquelyNamed(p, taken))
+		if ok, why := pendingForNodewright(cluster, p); !ok {
+			warnings = append(warnings, fmt.Sprintf("pod %s/%s is not provisioned for: %s", p.Namespace, p.Name, why))
+		}
+		cluster.UpdatePod(p)
 	}
 	for _, np := range set.NodePools {
 		if w := missingNodeClass(set, np); w != "" {
@@ -82,8 +90,8 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 
 	snap := cluster.Snapshot()
 	for _, nc := range set.NodeClaims {
-		if nc.Status.NodeName == "" && nc.Status.ProviderID == "" && len(nc.Status.Allocatable) == 0 && nc.DeletionTimestamp == nil {
-			warnings = append(warnings, fmt.Sprintf("NodeClaim %s is not launched yet (no status.providerID or status.allocatable): it counts as the room it requests (spec.resources.requests)", nc.Name))
+		if nc.Labels[karpv1.LabelNodePool] == "" {
+			warnings = append(warnings, fmt.Sprintf("NodeClaim %s has no %s label: no NodePool owns it, it is not counted", nc.Name, karpv1.LabelNodePool))
 		}
 	}
 	pools, _, _ := snap.Pools(func(*karpv1.NodePool) ([]*catalog.InstanceType, bool, error) { return its, true, nil })
@@ -101,6 +109,48 @@ func unschedulable(p *corev1.Pod) *corev1.Pod {
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 	})
 	return p
+}
+
+// uniquelyNamed renames a pod whose namespace/name another pod of the
+// manifests already has (workloads of different kinds with one name expand
+// to the same <name>-<i>): the kind of its owner is added to the name.
+func uniquelyNamed(p *corev1.Pod, taken map[string]bool) *corev1.Pod {
+	name := p.Name
+	if taken[p.Namespace+"/"+name] {
+		kind := "pod"
+		if ref := metav1.GetControllerOf(p); ref != nil {
+			kind = strings.ToLower(ref.Kind)
+		}
+		name = p.Name + "-" + kind
+		for i := 2; taken[p.Namespace+"/"+name]; i++ {
+			name = fmt.Sprintf("%s-%s%d", p.Name, kind, i)
+		}
+		p = p.DeepCopy()
+		p.Name, p.UID = name, types.UID(p.Namespace+"/"+name)
+	}
+	taken[p.Namespace+"/"+name] = true
+	return p
+}
+
+// pendingForNodewright says why a pod without a node is not provisioned
+// for, as the controller decides it (state.Cluster.Provisionable).
+func pendingForNodewright(c *state.Cluster, p *corev1.Pod) (bool, string) {
+	if c.Provisionable(p) {
+		return true, ""
+	}
+	switch {
+	case len(p.Spec.SchedulingGates) > 0:
+		return false, "it has scheduling gates"
+	case p.Status.NominatedNodeName != "":
+		return false, fmt.Sprintf("kube-scheduler nominated it to node %s (status.nominatedNodeName)", p.Status.NominatedNodeName)
+	case p.DeletionTimestamp != nil:
+		return false, "it is being deleted"
+	case p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed:
+		return false, fmt.Sprintf("it has finished (%s)", p.Status.Phase)
+	case slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" || o.Kind == "Node" }):
+		return false, "a DaemonSet or its node runs it"
+	}
+	return false, "its PodScheduled condition does not say kube-scheduler found no node (Unschedulable)"
 }
 
 // readyUnlessSaid returns the NodePool with a Ready condition when it has

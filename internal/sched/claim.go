@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,7 +125,28 @@ func (s *solver) fitTypes(p *podState, types []*typeState, base, reqs requiremen
 // they must span at least that many distinct values of the key (Karpenter's
 // Strict policy). It returns the first requirement short of it.
 func minValuesShortfall(reqs requirement.Requirements, types []*typeState) (string, bool) {
-	for key, n := range reqs.MinValues() {
+	mins := reqs.MinValues()
+	if len(mins) == 0 {
+		return "", true
+	}
+	reached := minValuesReached(reqs, types)
+	for _, key := range slices.Sorted(maps.Keys(mins)) {
+		if reached[key] < mins[key] {
+			return fmt.Sprintf("minValues: %s needs %d distinct values, the instance types that fit offer %d", key, mins[key], reached[key]), false
+		}
+	}
+	return "", true
+}
+
+// minValuesReached counts, for each key with a minValues, the distinct
+// values the types span within reqs.
+func minValuesReached(reqs requirement.Requirements, types []*typeState) map[string]int {
+	mins := reqs.MinValues()
+	if len(mins) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(mins))
+	for key := range mins {
 		seen := map[string]bool{}
 		for _, t := range types {
 			for _, d := range typeDomains(t, key) {
@@ -133,11 +155,9 @@ func minValuesShortfall(reqs requirement.Requirements, types []*typeState) (stri
 				}
 			}
 		}
-		if len(seen) < n {
-			return fmt.Sprintf("minValues: %s needs %d distinct values, the instance types that fit offer %d", key, n, len(seen)), false
-		}
+		out[key] = len(seen)
 	}
-	return "", true
+	return out
 }
 
 // sumInto writes a + b into dst (reusing its storage) and returns it.

@@ -96,6 +96,9 @@ func (s *solver) preparePool(np NodePool) *poolState {
 		}
 	}
 	delete(typeKeys, corev1.LabelOSStable) // from OperatingSystems when not a label
+	for k := range tmpl.ObjectMeta.Labels {
+		delete(typeKeys, k) // the pool stamps it on every node, whatever the type
+	}
 	for _, it := range np.InstanceTypes {
 		if ts := s.prepareType(ps, it, typeKeys); ts != nil {
 			ps.types = append(ps.types, ts)

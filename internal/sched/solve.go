@@ -100,7 +100,17 @@ func Solve(in Input) Plan {
 	}
 	s.trimToLimits()
 	for _, c := range s.claims {
-		plan.NodeClaims = append(plan.NodeClaims, s.finalize(c))
+		nc, why, ok := s.finalize(c)
+		if !ok {
+			// Under Strict, a claim whose options (trimmed to the pool's
+			// limits, cut to MaxInstanceTypeOptions) no longer meet a
+			// minValues is not made: its pods wait.
+			for _, p := range c.pods {
+				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: fmt.Sprintf("NodePool %s: %s", c.pool.name, why)})
+			}
+			continue
+		}
+		plan.NodeClaims = append(plan.NodeClaims, nc)
 	}
 	return plan
 }
@@ -274,8 +284,12 @@ func (s *solver) newClaim(ps *poolState, p *podState, preqs requirement.Requirem
 	return c
 }
 
-// finalize turns a claim into the NodeClaim to create.
-func (s *solver) finalize(c *claim) NodeClaim {
+// finalize turns a claim into the NodeClaim to create. Its options must
+// meet every minValues: under Strict a claim short of one is not made
+// (false, and why); under BestEffort the requirement carries the number of
+// values reached instead, as Karpenter rewrites it, and the claim is marked
+// relaxed.
+func (s *solver) finalize(c *claim) (NodeClaim, string, bool) {
 	type option struct {
 		t *typeState
 		o catalog.Offering
@@ -306,10 +320,30 @@ func (s *solver) finalize(c *claim) NodeClaim {
 			}
 		}
 	}
+	if len(opts) == 0 {
+		return NodeClaim{}, "no instance type option is left within the pool's limits", false
+	}
 	reqs := c.reqs.Clone()
 	reqs.Add(requirement.MustNew(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, names...))
 	reqs.Add(requirement.MustNew(karpv1.LabelCapacityType, corev1.NodeSelectorOpIn, cts...))
-	_, met := minValuesShortfall(c.reqs, c.types)
+	relaxed := false
+	if mins := c.reqs.MinValues(); len(mins) > 0 {
+		final := make([]*typeState, len(opts))
+		for i, o := range opts {
+			final[i] = o.t
+		}
+		reached := minValuesReached(c.reqs, final)
+		for _, key := range slices.Sorted(maps.Keys(mins)) {
+			if reached[key] >= mins[key] {
+				continue
+			}
+			if s.in.MinValuesPolicy != MinValuesBestEffort {
+				return NodeClaim{}, fmt.Sprintf("minValues: %s needs %d distinct values, the instance types left within the pool's limits offer %d", key, mins[key], reached[key]), false
+			}
+			reqs.SetMinValues(key, reached[key])
+			relaxed = true
+		}
+	}
 	best := opts[0]
 	pods := make([]*corev1.Pod, 0, len(c.pods))
 	for _, p := range c.pods {
@@ -323,8 +357,8 @@ func (s *solver) finalize(c *claim) NodeClaim {
 		Zone:                best.o.Zone,
 		CapacityType:        best.o.CapacityType,
 		Price:               best.o.Price,
-		MinValuesRelaxed:    !met,
+		MinValuesRelaxed:    relaxed,
 		Pods:                pods,
 		Requests:            s.ix.ResourceList(c.requests.Plus(best.t.overhead)),
-	}
+	}, "", true
 }

@@ -337,14 +337,26 @@ func reqAllows(reqs requirement.Requirements, key, value string) bool {
 	return !ok || r.Has(value)
 }
 
-// domains lists the values a pool's nodes can take for a key.
+// domains lists the values a pool's nodes can take for a key: the types'
+// values, or, for a key no type defines, the values the pool's own
+// requirements and template labels give its nodes.
 func (ps *poolState) domains(key string) []string {
 	if d, ok := ps.domainCache[key]; ok {
 		return d
 	}
+	var own []string
+	if r, ok := ps.reqs.Get(key); ok {
+		if vals, finite := r.Values(); finite {
+			own = vals
+		}
+	}
 	seen := map[string]bool{}
 	for _, t := range ps.types {
-		for _, d := range typeDomains(t, key) {
+		ds := typeDomains(t, key)
+		if len(ds) == 0 {
+			ds = own
+		}
+		for _, d := range ds {
 			if reqAllows(ps.reqs, key, d) {
 				seen[d] = true
 			}

@@ -228,6 +228,22 @@ func (c *Cluster) NominatedTo(target string) []types.NamespacedName {
 	return out
 }
 
+// PendingNominations reports whether a pod that is not bound yet has a
+// live nomination: capacity is being provisioned for pending pods. (Pods
+// still running on a node going away hold nominations to their new room
+// for as long as the drain lasts; they are not pending.)
+func (c *Cluster) PendingNominations() bool {
+	now := c.clock.Now()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for k, n := range c.nominated {
+		if p, ok := c.pods[k]; ok && p.Spec.NodeName == "" && now.Before(n.until) {
+			return true
+		}
+	}
+	return false
+}
+
 // NominationTargets returns the targets (NodeClaim or node names) of the
 // live nominations.
 func (c *Cluster) NominationTargets() map[string]bool {
@@ -372,12 +388,13 @@ func (c *Cluster) goingAway() map[string]bool {
 }
 
 // reschedulable: a pod bound to a node that goes away will need room
-// elsewhere, as Karpenter counts it: not terminal (a terminating one
-// included: a StatefulSet's replacement waits for it to be gone), not a
-// DaemonSet or mirror pod, and not tolerating the disrupted taint (it
-// would stay to the end).
+// elsewhere, as Karpenter counts it: not terminal, not terminating unless a
+// StatefulSet owns it (its replacement is created only once it is gone;
+// another controller's replacement is already pending and counted), not a
+// DaemonSet or mirror pod, and not tolerating the disrupted taint (it would
+// stay to the end).
 func reschedulable(p *corev1.Pod) bool {
-	if isTerminal(p) || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") {
+	if isTerminal(p) || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") || (p.DeletionTimestamp != nil && !ownedBy(p, "StatefulSet")) {
 		return false
 	}
 	return !slices.ContainsFunc(p.Spec.Tolerations, toleratesDisrupted)

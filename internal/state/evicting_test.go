@@ -5,10 +5,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
+	"github.com/nodewright/nodewright/internal/sched"
 )
 
 func TestEvictingPods(t *testing.T) {
@@ -24,8 +26,16 @@ func TestEvictingPods(t *testing.T) {
 		{name: "node being deleted", node: func(n *corev1.Node) { n.DeletionTimestamp = &deleting }, wantMoves: true},
 		{name: "NodeClaim being deleted", claim: func(nc *karpv1.NodeClaim) { nc.DeletionTimestamp = &deleting }, wantMoves: true},
 		{name: "tainted by disruption", node: func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{karpv1.DisruptedNoScheduleTaint} }, wantMoves: true},
-		{name: "terminating pod on a deleting node", node: func(n *corev1.Node) { n.DeletionTimestamp = &deleting },
-			pod: func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }, wantMoves: true},
+		{name: "terminating StatefulSet pod on a deleting node", node: func(n *corev1.Node) { n.DeletionTimestamp = &deleting },
+			pod: func(p *corev1.Pod) {
+				p.DeletionTimestamp = &deleting
+				p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "db", Controller: &yes}}
+			}, wantMoves: true},
+		{name: "terminating ReplicaSet pod (its replacement is pending already)", node: func(n *corev1.Node) { n.DeletionTimestamp = &deleting },
+			pod: func(p *corev1.Pod) {
+				p.DeletionTimestamp = &deleting
+				p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web", Controller: &yes}}
+			}},
 		{name: "cordoned only", node: func(n *corev1.Node) { n.Spec.Unschedulable = true }},
 		{name: "healthy node"},
 		{name: "DaemonSet pod", node: func(n *corev1.Node) { n.DeletionTimestamp = &deleting },
@@ -90,5 +100,41 @@ func TestEvictingPods(t *testing.T) {
 				t.Errorf("a nominated evicting pod is solved for again")
 			}
 		})
+	}
+}
+
+// A nominated evicting pod holds its room at the target: a pending pod
+// arriving later does not get it.
+func TestEvictingPodHoldsItsNewRoom(t *testing.T) {
+	deleting := metav1.NewTime(epoch)
+	c := NewCluster(clocktesting.NewFakeClock(epoch))
+	oneCPU := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourcePods: resource.MustParse("10")}
+	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "old", DeletionTimestamp: &deleting, Finalizers: []string{"x"}},
+		Status: corev1.NodeStatus{Allocatable: oneCPU}}
+	spare := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "spare"}, Status: corev1.NodeStatus{Allocatable: oneCPU}}
+	moving := unschedulable("a")
+	moving.Spec.NodeName, moving.Status = "old", corev1.PodStatus{Phase: corev1.PodRunning}
+	c.UpdateNode(old)
+	c.UpdateNode(spare)
+	c.UpdatePod(moving)
+	c.Nominate([]*corev1.Pod{moving}, "spare", 20*time.Second)
+	c.UpdatePod(unschedulable("b"))
+
+	in := c.Snapshot().ProvisioningInput(nil)
+	plan := sched.Solve(in)
+	for _, e := range plan.Existing {
+		for _, p := range e.Pods {
+			if p.Name == "b" {
+				t.Errorf("pending pod b placed on %s, whose room the evicting pod a holds", e.Node)
+			}
+		}
+	}
+	for _, n := range in.Nodes {
+		if n.Name == "spare" && (len(n.Pods) != 1 || n.Pods[0].Name != "a") {
+			t.Errorf("spare holds %v, want the evicting pod a", n.Pods)
+		}
+		if n.Name == "old" && len(n.Pods) != 0 {
+			t.Errorf("old still counts %d pods", len(n.Pods))
+		}
 	}
 }

@@ -163,7 +163,7 @@ func (c *Cluster) Snapshot() Snapshot {
 		// whose NodeClaim is gone (its pool still pays for it).
 		pool := n.Labels[karpv1.LabelNodePool]
 		snap.Nodes = append(snap.Nodes, sched.Node{
-			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable,
+			Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: firstNonEmpty(n.Status.Allocatable, n.Status.Capacity),
 			Pods: bound[n.Name], NodePool: pool, Initialized: true, MarkedForDeletion: isDeleting(n, nil),
 		})
 		if pool != "" {
@@ -237,9 +237,13 @@ func (s Snapshot) ProvisioningInput(pools []sched.NodePool) sched.Input {
 	in := s.Input(pools)
 	in.Nodes = append(slices.Clip(s.Nodes), s.Unlaunched...)
 	if len(s.moving) > 0 {
+		leaving := func(node string) func(*corev1.Pod) bool {
+			return func(p *corev1.Pod) bool { return s.moving[p] && p.Spec.NodeName == node }
+		}
 		for i := range in.Nodes {
-			if slices.ContainsFunc(in.Nodes[i].Pods, func(p *corev1.Pod) bool { return s.moving[p] }) {
-				in.Nodes[i].Pods = slices.DeleteFunc(slices.Clone(in.Nodes[i].Pods), func(p *corev1.Pod) bool { return s.moving[p] })
+			// Only where it leaves: at its nominated new home it holds its room.
+			if gone := leaving(in.Nodes[i].Name); slices.ContainsFunc(in.Nodes[i].Pods, gone) {
+				in.Nodes[i].Pods = slices.DeleteFunc(slices.Clone(in.Nodes[i].Pods), gone)
 			}
 		}
 	}

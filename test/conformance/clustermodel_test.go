@@ -202,5 +202,76 @@ status: {phase: Running}
 				}
 			},
 		},
+		{
+			name:     "a node reporting only capacity is room",
+			upstream: "scheduling/suite_test.go: Existing Nodes: should schedule pods to existing nodes (a node's capacity stands for its allocatable when it reports none)",
+			yaml: `
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/arch: amd64, kubernetes.io/os: linux}}
+status: {capacity: {cpu: "4", memory: 4Gi, pods: "10"}}
+` + onePod,
+			check: func(t *testing.T, d decision) {
+				if got := d.existingOf("p"); got != "n1" {
+					t.Errorf("pod p on %q, want the existing node n1", got)
+				}
+			},
+		},
+		{
+			name:     "workloads of different kinds with one name are all planned",
+			upstream: "provisioning/suite_test.go: should provision for every pending pod (pod names are unique in a namespace)",
+			yaml: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 2
+  serviceName: web
+  selector: {matchLabels: {app: web-db}}
+  template:
+    metadata: {labels: {app: web-db}}
+    spec: {containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
+`,
+			check: func(t *testing.T, d decision) {
+				n := len(d.Unschedulable)
+				for _, nc := range d.NodeClaims {
+					n += len(nc.Pods)
+				}
+				for _, e := range d.Existing {
+					n += len(e.Pods)
+				}
+				if n != 4 {
+					t.Errorf("%d pods decided, want 4 (2 of the Deployment, 2 of the StatefulSet)", n)
+				}
+			},
+		},
+		{
+			name:     "a pod that is not pending for Nodewright is said so",
+			upstream: "provisioning/suite_test.go: should not provision for pods with scheduling gates",
+			yaml: `
+apiVersion: v1
+kind: Pod
+metadata: {name: gated}
+spec:
+  schedulingGates: [{name: example.com/wait}]
+  containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]
+`,
+			check: func(t *testing.T, d decision) {
+				expectNotPlaced(t, d, "gated")
+				if !strings.Contains(strings.Join(d.warnings, "\n"), "pod default/gated is not provisioned for: it has scheduling gates") {
+					t.Errorf("no warning names the gated pod: %v", d.warnings)
+				}
+			},
+		},
 	})
 }

@@ -2,7 +2,10 @@ package conformance
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
 // Theme 6: requirements filter instance types as Karpenter's do.
@@ -78,5 +81,41 @@ spec:
 				}
 			},
 		},
+		{
+			name:          "a label the pool stamps on every node does not narrow the types",
+			upstream:      "scheduling/suite_test.go: Custom Labels: should schedule pods with a node selector on a label the NodePool template defines",
+			catalog:       tieredCatalog(),
+			noDefaultPool: true,
+			yaml: strings.Replace(defaultPool, "spec:\n  template:\n    spec:", "spec:\n  template:\n    metadata: {labels: {tier: gold}}\n    spec:", 1) + `
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  nodeSelector: {tier: gold}
+  containers: [{name: c, image: x, resources: {requests: {cpu: "100m"}}}]
+`,
+			check: func(t *testing.T, d decision) {
+				nc := d.claimOf("p")
+				if nc == nil {
+					t.Fatalf("pod p not placed: %s", d.unschedulable("p"))
+				}
+				if nc.InstanceType != "small-instance-type" {
+					t.Errorf("launches %s, want the cheapest, small-instance-type: the pool labels every node tier=gold", nc.InstanceType)
+				}
+			},
+		},
 	})
+}
+
+// tieredCatalog: the fake catalog where only default-instance-type carries
+// a tier label.
+func tieredCatalog() []catalog.InstanceType {
+	types := fakeCatalog()
+	for i := range types {
+		if types[i].Name == "default-instance-type" {
+			types[i].Labels["tier"] = "gold"
+		}
+	}
+	return types
 }

@@ -340,10 +340,10 @@ func (l *Loop) candidates(ctx context.Context) ([]disruption.Candidate, bool, er
 	}
 	pdbs := disruption.NewPDBs(budgets, inv.Pods)
 	targets := l.cluster.NominationTargets()
-	// Pods being provisioned for (a live nomination) mean the cluster is
-	// still moving; a pod no NodePool can take does not hold consolidation
-	// back.
-	settled := len(targets) == 0
+	// Pending pods being provisioned for (a live nomination) mean the
+	// cluster is still moving; a pod no NodePool can take does not hold
+	// consolidation back, nor does a drain planning its pods' new room.
+	settled := !l.cluster.PendingNominations()
 	nominatedNode := map[string]bool{}
 	for _, p := range inv.Pods {
 		if p.Spec.NodeName == "" && p.Status.NominatedNodeName != "" {

@@ -95,6 +95,22 @@ func (rs *Requirements) Add(reqs ...Requirement) {
 	}
 }
 
+// SetMinValues replaces the minValues of the requirement on key (Add keeps
+// the larger of two), or removes it when n < 1; a key the set does not
+// constrain is left alone.
+func (rs *Requirements) SetMinValues(key string, n int) {
+	r, ok := rs.byKey[Normalize(key)]
+	if !ok {
+		return
+	}
+	if n < 1 {
+		r.minValues = nil
+	} else {
+		r = r.WithMinValues(n)
+	}
+	rs.byKey[r.key] = r
+}
+
 // AddAll intersects every requirement of o into the set.
 func (rs *Requirements) AddAll(o Requirements) {
 	for _, k := range o.Keys() {
