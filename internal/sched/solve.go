@@ -81,6 +81,7 @@ func Solve(in Input) Plan {
 	s.setupTopology(pods)
 
 	var plan Plan
+	var deferred []*podState
 	for _, p := range pods {
 		if p.invalid != nil {
 			plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: p.invalid.Error()})
@@ -88,10 +89,32 @@ func Solve(in Input) Plan {
 		}
 		for !s.place(p) {
 			if !p.relax(s.preferNoSched) {
-				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p)})
+				if requiresPodAffinity(p.pod) {
+					deferred = append(deferred, p) // its target may be placed later in this solve
+				} else {
+					plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p)})
+				}
 				break
 			}
 		}
+	}
+	// A pod with required affinity to pods placed after it (a chain such as
+	// db <- web <- cache <- ui, in whatever order the pods sorted) is asked
+	// again for as long as a round places one, as Karpenter's queue does.
+	for progress := true; progress && len(deferred) > 0; {
+		progress = false
+		still := deferred[:0]
+		for _, p := range deferred {
+			if s.place(p) {
+				progress = true
+			} else {
+				still = append(still, p)
+			}
+		}
+		deferred = still
+	}
+	for _, p := range deferred {
+		plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: s.explain(p)})
 	}
 	for _, ns := range s.nodes {
 		if len(ns.placed) > 0 {
@@ -113,6 +136,12 @@ func Solve(in Input) Plan {
 		plan.NodeClaims = append(plan.NodeClaims, nc)
 	}
 	return plan
+}
+
+// requiresPodAffinity: the pod has a required pod affinity term.
+func requiresPodAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	return a != nil && a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
 }
 
 // trimToLimits keeps, for each claim of a limited pool, only the options that
