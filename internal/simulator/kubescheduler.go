@@ -28,6 +28,13 @@ func (e *Engine) schedule(ctx context.Context) error {
 	var pending []*corev1.Pod
 	for _, p := range inv.Pods {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			if len(p.Spec.SchedulingGates) > 0 {
+				// Not attempted while gated; kube-scheduler says so.
+				if err := e.markGated(ctx, p); err != nil {
+					return err
+				}
+				continue
+			}
 			pending = append(pending, p)
 		}
 	}
@@ -168,6 +175,23 @@ func (e *Engine) markUnschedulable(ctx context.Context, p *corev1.Pod, nodes int
 	setScheduled(pod, corev1.ConditionFalse, corev1.PodReasonUnschedulable, fmt.Sprintf("0/%d nodes are available: %s", nodes, reason), e.clock.Now())
 	if err := e.store.Status().Patch(ctx, pod, patch); err != nil {
 		return fmt.Errorf("emulated kube-scheduler: marking pod %s/%s unschedulable: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}
+
+// markGated sets PodScheduled False, SchedulingGated on a gated pod, once,
+// as kube-scheduler does instead of attempting it.
+func (e *Engine) markGated(ctx context.Context, p *corev1.Pod) error {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonSchedulingGated {
+			return nil
+		}
+	}
+	pod := p.DeepCopy()
+	patch := client.MergeFrom(pod.DeepCopy())
+	setScheduled(pod, corev1.ConditionFalse, corev1.PodReasonSchedulingGated, "Scheduling is blocked due to non-empty scheduling gates", e.clock.Now())
+	if err := e.store.Status().Patch(ctx, pod, patch); err != nil {
+		return fmt.Errorf("emulated kube-scheduler: marking pod %s/%s gated: %w", p.Namespace, p.Name, err)
 	}
 	return nil
 }

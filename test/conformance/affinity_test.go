@@ -53,6 +53,7 @@ func TestPodAffinityWithinASolve(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:     "hostname affinity to a pending pod: one node",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Pod Affinity/Anti-Affinity: should schedule a pod with pod affinity to a pod scheduled in the same batch (hostname)",
 			yaml:     affinePod("db", "default", "app: db", "", "") + affinePod("web", "default", "app: web", term("db", hostname), ""),
 			check: func(t *testing.T, d decision) {
@@ -64,6 +65,7 @@ func TestPodAffinityWithinASolve(t *testing.T) {
 		},
 		{
 			name:     "zone affinity to a zone-constrained pending pod",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Pod Affinity/Anti-Affinity: should schedule a pod with pod affinity to a pod with a zonal node selector in the same batch",
 			yaml: affinePod("db", "default", "app: db", "", "topology.kubernetes.io/zone: test-zone-2") +
 				affinePod("web", "default", "app: web", term("db", zone), ""),
@@ -71,6 +73,7 @@ func TestPodAffinityWithinASolve(t *testing.T) {
 		},
 		{
 			name:     "a chain of zone affinities",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Pod Affinity/Anti-Affinity: should handle chains of pod affinity (db -> web -> cache -> ui)",
 			yaml: affinePod("db", "default", "app: db", "", "topology.kubernetes.io/zone: test-zone-3") +
 				affinePod("web", "default", "app: web", term("db", zone), "") +
@@ -80,6 +83,7 @@ func TestPodAffinityWithinASolve(t *testing.T) {
 		},
 		{
 			name:     "self affinity on the zone keeps the replicas together",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Pod Affinity/Anti-Affinity: should schedule pods with self zonal affinity in one zone",
 			yaml: affinePod("a", "default", "app: x", term("x", zone), "") + affinePod("b", "default", "app: x", term("x", zone), "") +
 				affinePod("c", "default", "app: x", term("x", zone), ""),
@@ -87,6 +91,7 @@ func TestPodAffinityWithinASolve(t *testing.T) {
 		},
 		{
 			name:     "affinity to a pod in another namespace listed by name",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Pod Affinity/Anti-Affinity: should respect the namespaces list of a pod affinity term",
 			yaml: affinePod("db", "data", "app: db", "", "topology.kubernetes.io/zone: test-zone-2") +
 				affinePod("web", "default", "app: web", `{topologyKey: topology.kubernetes.io/zone, namespaces: [data], labelSelector: {matchLabels: {app: db}}}`, ""),

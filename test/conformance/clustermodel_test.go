@@ -257,6 +257,7 @@ spec:
 		},
 		{
 			name:     "a pod that is not pending for Nodewright is said so",
+			simulate: true,
 			upstream: "provisioning/suite_test.go: should not provision for pods with scheduling gates",
 			yaml: `
 apiVersion: v1

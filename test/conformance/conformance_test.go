@@ -1,13 +1,17 @@
 package conformance
 
 import (
+	"context"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
 	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/plan"
 	"github.com/nodewright/nodewright/internal/sched"
+	"github.com/nodewright/nodewright/internal/simulator"
 	"github.com/nodewright/nodewright/pkg/catalog"
 )
 
@@ -24,6 +28,10 @@ type tcase struct {
 	catalog       []catalog.InstanceType // nil: fakeCatalog()
 	policy        sched.MinValuesPolicy
 	check         func(t *testing.T, d decision)
+	// simulate also plays the manifests in the simulator (the live
+	// controllers on a virtual clock) and requires the same decision: as
+	// many NodeClaims launched, the same $/h, the same pods left pending.
+	simulate bool
 }
 
 // defaultPool is the NodePool Karpenter's suites start from: no
@@ -71,6 +79,9 @@ func run(t *testing.T, cases []tcase) {
 			}
 			d := decision{Plan: sched.Solve(in), warnings: warnings}
 			tc.check(t, d)
+			if tc.simulate {
+				agreeWithSimulation(t, set, types, in.MinValuesPolicy, d)
+			}
 			if t.Failed() {
 				t.Logf("upstream: %s\n%s", tc.upstream, d)
 			}
@@ -173,5 +184,39 @@ func expectNotPlaced(t *testing.T, d decision, pods ...string) {
 		if d.placed(p) {
 			t.Errorf("pod %s placed, want it left pending", p)
 		}
+	}
+}
+
+// agreeWithSimulation plays the manifests for a few virtual minutes in the
+// simulator, where the provisioning controller (not plan) decides through
+// the cluster model, and compares the outcome with plan's decision.
+func agreeWithSimulation(t *testing.T, set *manifest.Set, types []catalog.InstanceType, policy sched.MinValuesPolicy, d decision) {
+	t.Helper()
+	e, err := simulator.New(simulator.Options{InstanceTypes: types, Duration: 3 * time.Minute, Seed: 1, MinValuesPolicy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.Load(ctx, &simulator.Input{Initial: set}); err != nil {
+		t.Fatalf("simulator: %v", err)
+	}
+	rep, err := e.Run(ctx)
+	if err != nil {
+		t.Fatalf("simulator: %v", err)
+	}
+	if got := rep.Summary.NodeClaimsLaunched; got != len(d.NodeClaims) {
+		t.Errorf("simulate launched %d NodeClaims, plan decides %d", got, len(d.NodeClaims))
+	}
+	if got, want := rep.Summary.CostPerHourFinal, d.TotalPrice(); math.Abs(got-want) > 5e-5 { // the report rounds to 4 decimals
+		t.Errorf("simulate ends at $%.4f/h, plan's NodeClaims cost $%.4f/h", got, want)
+	}
+	waiting := len(d.Unschedulable) // and the pods plan says it does not provision for
+	for _, w := range d.warnings {
+		if strings.HasPrefix(w, "pod ") && strings.Contains(w, " is not provisioned for: ") {
+			waiting++
+		}
+	}
+	if got := rep.Summary.PodsPendingAtEnd; got != waiting {
+		t.Errorf("simulate leaves %d pods pending, plan %d waiting (unschedulable or not provisioned for)", got, waiting)
 	}
 }

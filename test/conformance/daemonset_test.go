@@ -48,12 +48,14 @@ func TestDaemonSets(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:     "the template's requests are overhead on every new node",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Daemonsets: should account for daemonset resource requests when determining instance type",
 			yaml:     daemonSet("1500m", "") + oneCPUPod,
 			check:    expectNoSmall,
 		},
 		{
 			name:     "an existing pod of the DaemonSet sizes its overhead over the template",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Daemonsets: should use the daemonset pod's resources (not the template's) when a pod of the daemonset exists",
 			yaml: daemonSet("100m", "") + `
 ---
@@ -73,6 +75,7 @@ status: {phase: Running}
 		},
 		{
 			name:     "a DaemonSet selecting karpenter.sh/initialized nodes counts",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Daemonsets: should count daemonsets with node affinity to karpenter.sh/initialized and karpenter.sh/registered",
 			yaml: daemonSet("1500m", `      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: karpenter.sh/initialized, operator: In, values: ["true"]}, {key: karpenter.sh/registered, operator: Exists}]}]}}}
 `) + oneCPUPod,
@@ -80,6 +83,7 @@ status: {phase: Running}
 		},
 		{
 			name:     "a DaemonSet selecting another architecture does not count",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Daemonsets: should not account for daemonset requests when the daemonset's node affinity does not match the instance type",
 			yaml: daemonSet("1500m", `      nodeSelector: {kubernetes.io/arch: arm64}
 `) + oneCPUPod,
@@ -91,6 +95,7 @@ status: {phase: Running}
 		},
 		{
 			name:     "a pending DaemonSet pod is not provisioned for",
+			simulate: true,
 			upstream: "provisioning/suite_test.go: should not provision for pods owned by a DaemonSet",
 			yaml: `
 apiVersion: v1

@@ -11,6 +11,7 @@ func TestPodDefaulting(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:     "limits-only pod needs a type that holds its limits",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: should schedule pods based on their effective requests (limits stand in for missing requests, as the API server defaults them)",
 			yaml: `
 apiVersion: v1
@@ -46,6 +47,7 @@ spec:
 		},
 		{
 			name:     "limits-only replicas do not share a node they would overflow",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: should schedule pods based on their effective requests (limits stand in for missing requests)",
 			yaml: `
 apiVersion: apps/v1
@@ -85,6 +87,7 @@ spec:
 		},
 		{
 			name:     "a daemonset's limits count as overhead",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Daemonsets: should account for daemonset resource requests when determining instance type",
 			yaml: `
 apiVersion: apps/v1

@@ -30,6 +30,7 @@ func TestMinValues(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:          "Strict: a claim that cannot meet minValues is not made",
+			simulate:      true,
 			upstream:      "scheduling/instance_selection_test.go: MinValues: should not schedule if the minValues requirement is not met (Strict)",
 			noDefaultPool: true,
 			yaml:          minValuesPool(three, 3, "") + threeCPUPod,
@@ -37,6 +38,7 @@ func TestMinValues(t *testing.T) {
 		},
 		{
 			name:          "BestEffort: the claim carries the number of values reached",
+			simulate:      true,
 			upstream:      "scheduling/instance_selection_test.go: MinValues: should relax minValues to what the instance types offer and annotate the NodeClaim (BestEffort)",
 			noDefaultPool: true,
 			policy:        sched.MinValuesBestEffort,
@@ -57,6 +59,7 @@ func TestMinValues(t *testing.T) {
 		},
 		{
 			name:          "Strict: limits that trim the options below minValues leave the pod pending",
+			simulate:      true,
 			upstream:      "scheduling/instance_selection_test.go: MinValues: should not schedule when the nodepool's limits leave fewer instance types than minValues (Strict)",
 			noDefaultPool: true,
 			yaml:          minValuesPool("default-instance-type, arm-instance-type", 2, "  limits: {cpu: \"5\"}\n") + onePod,

@@ -23,6 +23,7 @@ spec:
 	run(t, []tcase{
 		{
 			name:     "Exists keeps only types that define the label",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Well Known Labels: should schedule pods that have node affinity with Exists on a label only some instance types define (special is defined on large types only)",
 			yaml:     podWith(`{key: special, operator: Exists}`),
 			check: func(t *testing.T, d decision) {
@@ -67,6 +68,7 @@ spec:
 		},
 		{
 			name:     "Gt and Lt on a provider label",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Well Known Labels: should schedule with Gt/Lt on integer labels",
 			yaml:     podWith(`{key: integer, operator: Gt, values: ["2"]}, {key: integer, operator: Lt, values: ["10"]}`),
 			check: func(t *testing.T, d decision) {

@@ -41,6 +41,7 @@ func TestTopologySpread(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:     "zone spread across the three zones",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: Zonal: should balance pods across zones (match labels)",
 			yaml:     spreadPods(6, "", ""),
 			check: func(t *testing.T, d decision) {
@@ -52,6 +53,7 @@ func TestTopologySpread(t *testing.T) {
 		},
 		{
 			name:          "nodeTaintsPolicy Honor: a pool whose taint the pods do not tolerate is not a domain",
+			simulate:      true,
 			upstream:      "scheduling/topology_test.go: NodeTaintsPolicy: should balance pods across zones, ignoring tainted NodePools (nodeTaintsPolicy: Honor)",
 			noDefaultPool: true,
 			yaml:          twoZonePools + spreadPods(4, ", nodeTaintsPolicy: Honor", ""),
@@ -90,6 +92,7 @@ func TestTopologySpread(t *testing.T) {
 		},
 		{
 			name:          "spread on a label each pool stamps, across pools",
+			simulate:      true,
 			upstream:      "scheduling/topology_test.go: Combined Hostname and Zonal / custom topology keys: should balance pods across NodePools on a custom label their templates define",
 			noDefaultPool: true,
 			yaml:          rackPools + strings.ReplaceAll(spreadPods(4, "", ""), "topologyKey: topology.kubernetes.io/zone", "topologyKey: rack"),
@@ -108,6 +111,7 @@ func TestTopologySpread(t *testing.T) {
 		},
 		{
 			name:     "a bound volume's zone with minDomains",
+			simulate: true,
 			upstream: "scheduling/topology_test.go: MinDomains: should respect a PVC's zone together with minDomains",
 			yaml: `
 apiVersion: v1

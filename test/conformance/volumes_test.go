@@ -75,24 +75,28 @@ func TestVolumes(t *testing.T) {
 	run(t, []tcase{
 		{
 			name:     "a bound claim pins the node to its volume's zone",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should launch nodes for pods with a bound PVC in the PV's zone",
 			yaml:     claim(", volumeName: pv-1, storageClassName: zonal", bound, "status: {phase: Bound}") + zonalPV("") + claimPod,
 			check:    expectZone("test-zone-3"),
 		},
 		{
 			name:     "an unbound WaitForFirstConsumer claim follows its class's allowed topologies",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should launch nodes in the storage class's allowed topologies for an unbound PVC",
 			yaml:     storageClass("volumeBindingMode: WaitForFirstConsumer") + claim(", storageClassName: zonal", "", "") + claimPod,
 			check:    expectZone("test-zone-2"),
 		},
 		{
 			name:     "an unbound claim with an empty storage class waits",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should not launch nodes for pods with an unbound PVC with an empty storage class",
 			yaml:     claim(`, storageClassName: ""`, "", "") + claimPod,
 			check:    heldBack("no StorageClass"),
 		},
 		{
 			name:     "an unbound claim of an Immediate class waits for the PV controller",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should not launch nodes for pods whose Immediate PVC is not bound yet",
 			yaml:     storageClass("volumeBindingMode: Immediate") + claim(", storageClassName: zonal", "", "") + claimPod,
 			check:    heldBack("binds Immediately"),
@@ -112,18 +116,21 @@ func TestVolumes(t *testing.T) {
 		},
 		{
 			name:     "a Lost claim waits",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should not launch nodes for pods with a Lost PVC",
 			yaml:     claim(", volumeName: pv-1, storageClassName: zonal", bound, "status: {phase: Lost}") + zonalPV("") + claimPod,
 			check:    heldBack("Lost"),
 		},
 		{
 			name:     "a claim naming a volume before its binding completes waits",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should not launch nodes for pods whose PVC names a volume without the bind-completed annotation",
 			yaml:     claim(", volumeName: pv-1, storageClassName: zonal", "", "") + zonalPV("") + claimPod,
 			check:    heldBack("binding is not complete"),
 		},
 		{
 			name:     "a missing claim waits",
+			simulate: true,
 			upstream: "scheduling/suite_test.go: Volume Topology: should not launch nodes for pods whose PVC does not exist",
 			yaml:     strings.TrimPrefix(claimPod, "\n---\n"),
 			check:    heldBack("not found"),
