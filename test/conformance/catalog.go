@@ -31,8 +31,9 @@ type fakeType struct {
 	offerings []catalog.Offering
 }
 
-// fakeCatalog is the fake provider's default instance-type list.
-func fakeCatalog() []catalog.InstanceType {
+// FakeCatalog is the fake provider's default instance-type list (the
+// integration tests decide over it too).
+func FakeCatalog() []catalog.InstanceType {
 	return buildTypes(
 		fakeType{name: "default-instance-type"},
 		fakeType{name: "small-instance-type", resources: list("cpu", "2", "memory", "2Gi")},

@@ -25,7 +25,7 @@ type tcase struct {
 	// (defaultPool), unless noDefaultPool.
 	yaml          string
 	noDefaultPool bool
-	catalog       []catalog.InstanceType // nil: fakeCatalog()
+	catalog       []catalog.InstanceType // nil: FakeCatalog()
 	policy        sched.MinValuesPolicy
 	check         func(t *testing.T, d decision)
 	// simulate also plays the manifests in the simulator (the live
@@ -70,7 +70,7 @@ func run(t *testing.T, cases []tcase) {
 			}
 			types := tc.catalog
 			if types == nil {
-				types = fakeCatalog()
+				types = FakeCatalog()
 			}
 			in, warnings := plan.Input(set, types)
 			in.MinValuesPolicy = tc.policy

@@ -113,7 +113,7 @@ spec:
 // tieredCatalog: the fake catalog where only default-instance-type carries
 // a tier label.
 func tieredCatalog() []catalog.InstanceType {
-	types := fakeCatalog()
+	types := FakeCatalog()
 	for i := range types {
 		if types[i].Name == "default-instance-type" {
 			types[i].Labels["tier"] = "gold"
