@@ -366,6 +366,37 @@ func TestLoopExplainsWhyANodeStays(t *testing.T) {
 	}
 }
 
+// A node held for a moment by a nomination (a pod binding to it) gets no
+// event; once the nomination lapses (which changes no object) the lasting
+// reason is published, not hidden behind the first for 15 minutes.
+func TestLoopExplainsTheLastingReasonAfterANomination(t *testing.T) {
+	ctx := context.Background()
+	pinned := boundPod("pinned")
+	pinned.Annotations = map[string]string{karpv1.AnnotationDoNotDisrupt: "true"}
+	e := newEnv(t, pinned)
+	recorder := record.NewFakeRecorder(10)
+	l := NewLoop(e.kube, e.cluster, e.clock, recorder, nil, logr.Discard(), nil, Options{})
+	e.clock.Step(2 * time.Minute)
+	e.cluster.Nominate([]*corev1.Pod{boundPod("arriving")}, "web-1", 20*time.Second)
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(recorder.Events) != 0 {
+		t.Errorf("an event while the node is only nominated: %q", <-recorder.Events)
+	}
+	e.clock.Step(21 * time.Second) // the nomination lapses; the model is unchanged
+	if _, err := l.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for len(recorder.Events) > 0 {
+		events = append(events, <-recorder.Events)
+	}
+	if len(events) != 2 || !strings.Contains(events[0], "pod default/pinned has karpenter.sh/do-not-disrupt") {
+		t.Errorf("events %q, want DisruptionBlocked naming the pinned pod on the NodeClaim and the node", events)
+	}
+}
+
 // fixedPools hands the loop the same pools every time.
 type fixedPools struct{ pools []sched.NodePool }
 

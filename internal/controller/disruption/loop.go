@@ -321,7 +321,13 @@ func (l *Loop) decide(ctx context.Context, now time.Time) (disruption.Decision, 
 	}
 	l.explain(cands, d.Stays)
 	if len(d.Command.Candidates) == 0 {
-		l.quiet.version, l.quiet.until = version, now.Add(quietRecheck)
+		// Nothing to do until the model changes, or a nomination lapses
+		// (a node it held may go then, and a lapse changes no object).
+		until := now.Add(quietRecheck)
+		if next, ok := l.cluster.NextProvisionable(); ok && next.Before(until) {
+			until = next
+		}
+		l.quiet.version, l.quiet.until = version, until
 	}
 	return d, nil
 }
@@ -439,7 +445,10 @@ func (l *Loop) explain(cands []disruption.Candidate, stays map[string]string) {
 		name := c.Name()
 		seen[name] = true
 		why, ok := stays[name]
-		if !ok {
+		if !ok || c.Nominated {
+			// A nomination holds a node for seconds (a pod binding to it):
+			// not worth an event, and one would hide the lasting reason
+			// that follows for eventRepeat.
 			continue
 		}
 		reason := ReasonUnconsolidatable
