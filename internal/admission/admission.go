@@ -143,6 +143,9 @@ func (c *CRDs) Validate(ctx context.Context, gvk schema.GroupVersionKind, obj ma
 	if v.status {
 		delete(u.Object, "status") // a create cannot set it
 	}
+	if u.GetName() == "" && u.GetGenerateName() != "" {
+		u.SetName(u.GetGenerateName() + "x7k2q") // the API server names it before validating
+	}
 	errs := v.validate(ctx, u)
 	if len(errs) == 0 {
 		return nil

@@ -64,6 +64,7 @@ func TestValidate(t *testing.T) {
 		{name: "metadata name", gvk: nodePool, doc: strings.Replace(pool, "name: default}", "name: Not_A_Name}", 1),
 			want: []string{"metadata.name: Invalid value: \"Not_A_Name\""}},
 		{name: "status is not checked on create", gvk: nodePool, doc: pool + "status:\n  conditions: [{type: Ready}]\n"},
+		{name: "generateName instead of a name", gvk: nodePool, doc: strings.Replace(pool, "metadata: {name: default}", "metadata: {generateName: web-}", 1)},
 		{name: "EC2NodeClass alias with another family", gvk: ec2NodeClass, doc: `
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass

@@ -48,6 +48,28 @@ type solver struct {
 // first, then on new NodeClaims from the NodePools in weight order. It never
 // fails as a whole: a pod it cannot place is listed with the reason.
 func Solve(in Input) Plan {
+	var held []Unschedulable
+	for {
+		plan, dropped := solveOnce(in)
+		if len(dropped) == 0 {
+			plan.Unschedulable = append(plan.Unschedulable, held...)
+			return plan
+		}
+		// The pods of a claim that could not be made may have drawn others
+		// (an affinity to them, a spread counting them): decide again
+		// without them. Each round removes a pod, so this ends.
+		held = append(held, dropped...)
+		gone := make(map[*corev1.Pod]bool, len(dropped))
+		for _, u := range dropped {
+			gone[u.Pod] = true
+		}
+		in.Pods = slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return gone[p] })
+	}
+}
+
+// solveOnce is one decision; dropped are the pods of claims finalize could
+// not make (their options short of a minValues under Strict).
+func solveOnce(in Input) (Plan, []Unschedulable) {
 	s := &solver{in: in, ix: resources.NewIndex(), wellKnown: knownLabels(in), claimByHost: map[string]*claim{}}
 	s.daemonKnown = daemonLabels(s.wellKnown)
 	s.ix.RequestsOf = in.RequestsOf
@@ -102,6 +124,9 @@ func Solve(in Input) Plan {
 	// db <- web <- cache <- ui, in whatever order the pods sorted) is asked
 	// again for as long as a round places one, as Karpenter's queue does.
 	for progress := true; progress && len(deferred) > 0; {
+		// Each round goes the other way: a chain sorted head first fails
+		// head first, and is placed tail first in one round.
+		slices.Reverse(deferred)
 		progress = false
 		still := deferred[:0]
 		for _, p := range deferred {
@@ -122,6 +147,7 @@ func Solve(in Input) Plan {
 		}
 	}
 	s.trimToLimits()
+	var dropped []Unschedulable
 	for _, c := range s.claims {
 		nc, why, ok := s.finalize(c)
 		if !ok {
@@ -129,13 +155,13 @@ func Solve(in Input) Plan {
 			// limits, cut to MaxInstanceTypeOptions) no longer meet a
 			// minValues is not made: its pods wait.
 			for _, p := range c.pods {
-				plan.Unschedulable = append(plan.Unschedulable, Unschedulable{Pod: p.pod, Reason: fmt.Sprintf("NodePool %s: %s", c.pool.name, why)})
+				dropped = append(dropped, Unschedulable{Pod: p.pod, Reason: fmt.Sprintf("NodePool %s: %s", c.pool.name, why)})
 			}
 			continue
 		}
 		plan.NodeClaims = append(plan.NodeClaims, nc)
 	}
-	return plan
+	return plan, dropped
 }
 
 // requiresPodAffinity: the pod has a required pod affinity term.

@@ -245,10 +245,11 @@ func (e *Engine) changed(obj client.Object, deleted bool) {
 	e.inv.observe(obj, deleted)
 }
 
-// attempted: kube-scheduler has tried to place the pod already.
+// attempted: kube-scheduler has tried to place the pod already (a gated
+// pod has not been tried: once its gates go, it is).
 func attempted(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
+		if c.Type == corev1.PodScheduled && c.Reason != corev1.PodReasonSchedulingGated {
 			return true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/plan"
@@ -142,5 +143,52 @@ func TestSimulatorLooksAgainWhenANominationLapses(t *testing.T) {
 	}
 	if !open {
 		t.Error("0.5 s after the nomination lapsed no provisioning window is open; the next resync is at 20 s")
+	}
+}
+
+// A gated pod is not attempted (kube-scheduler says SchedulingGated) and
+// gets no node; once its gates are removed it is attempted, provisioned
+// for and bound.
+func TestGatedPodIsScheduledOnceUngated(t *testing.T) {
+	set := &manifest.Set{}
+	if err := set.Add("basic.yaml", []byte(basicManifests)); err != nil {
+		t.Fatal(err)
+	}
+	set.Deployments, set.Pods = nil, nil
+	e, err := New(Options{InstanceTypes: defaultCatalog(t), Duration: 20 * time.Minute, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.Load(ctx, &Input{Initial: set}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "gated", Namespace: "default"},
+		Spec: corev1.PodSpec{SchedulingGates: []corev1.PodSchedulingGate{{Name: "example.com/wait"}},
+			Containers: []corev1.Container{{Name: "c", Image: "x",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	e.At(time.Second, func() error { return e.Client().Create(ctx, pod.DeepCopy()) })
+	var gatedFor time.Duration
+	e.At(5*time.Minute, func() error {
+		live := &corev1.Pod{}
+		if err := e.Client().Get(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}, live); err != nil {
+			return err
+		}
+		if live.Spec.NodeName != "" {
+			t.Errorf("the gated pod was bound to %s", live.Spec.NodeName)
+		}
+		gatedFor = 5 * time.Minute
+		live.Spec.SchedulingGates = nil
+		return e.Client().Update(ctx, live)
+	})
+	rep, err := e.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gatedFor == 0 {
+		t.Fatal("the ungating step did not run")
+	}
+	if rep.Summary.PodsBound != 1 || rep.Summary.PodsPendingAtEnd != 0 {
+		t.Errorf("%d pods bound, %d pending at the end: want the ungated pod bound", rep.Summary.PodsBound, rep.Summary.PodsPendingAtEnd)
 	}
 }

@@ -88,5 +88,50 @@ func TestMinValues(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:          "Strict: pods drawn by a claim that is not made are not placed either",
+			upstream:      "scheduling/instance_selection_test.go: MinValues: should not schedule pods whose affinity targets could not be scheduled under minValues (Strict)",
+			noDefaultPool: true,
+			yaml: strings.Replace(minValuesPool("default-instance-type, arm-instance-type", 2, "  limits: {cpu: \"20\"}\n  weight: 10\n"),
+				"kind: NodePool\nmetadata: {name: default}", "kind: NodePool\nmetadata: {name: lim}", 1) + `
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: free}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: first}
+spec:
+  nodeSelector: {karpenter.sh/nodepool: lim}
+  containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: target, labels: {app: target}}
+spec:
+  nodeSelector: {karpenter.sh/nodepool: lim, topology.kubernetes.io/zone: test-zone-2}
+  containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: x}
+spec:
+  nodeSelector: {karpenter.sh/nodepool: free}
+  affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: target}}}]}}
+  containers: [{name: c, image: x, resources: {requests: {cpu: "100m"}}}]
+`,
+			check: func(t *testing.T, d decision) {
+				// 20 CPU: first's claim keeps both types (4 and 16 CPU), which
+				// leaves 4 for target's: one type, short of minValues 2.
+				expectPlaced(t, d, "first")
+				expectNotPlaced(t, d, "target", "x")
+			},
+		},
 	})
 }
