@@ -72,15 +72,6 @@ func (s *Set) AllPersistentVolumeClaims() []*corev1.PersistentVolumeClaim {
 	return out
 }
 
-// NamespaceLabels maps each namespace read to its labels.
-func (s *Set) NamespaceLabels() map[string]map[string]string {
-	out := map[string]map[string]string{}
-	for _, ns := range s.Namespaces {
-		out[ns.Name] = ns.Labels
-	}
-	return out
-}
-
 func namespaceOf(ns string) string {
 	if ns == "" {
 		return metav1.NamespaceDefault
@@ -95,15 +86,6 @@ func (s *Set) BoundPods() map[string][]*corev1.Pod {
 		if p.Spec.NodeName != "" {
 			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], withDefaults(p.DeepCopy()))
 		}
-	}
-	return out
-}
-
-// DaemonSetPods returns one pod per DaemonSet, built from its template.
-func (s *Set) DaemonSetPods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, ds := range s.DaemonSets {
-		out = append(out, replicas(ds.ObjectMeta, ds.Spec.Template, 1, "DaemonSet")...)
 	}
 	return out
 }

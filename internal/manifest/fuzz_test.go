@@ -75,10 +75,8 @@ func FuzzManifests(f *testing.F) {
 			return // valid, and too many pods to expand in a fuzz run
 		}
 		_ = s.PendingPods()
-		_ = s.DaemonSetPods()
 		_ = s.BoundPods()
 		_ = s.AllPersistentVolumeClaims()
-		_ = s.NamespaceLabels()
 	})
 }
 

@@ -84,11 +84,11 @@ spec:
 	if bound := s.BoundPods()["node-1"]; len(bound) != 1 || bound[0].Name != "bound" {
 		t.Errorf("bound pods: %v", s.BoundPods())
 	}
-	if ds := s.DaemonSetPods(); len(ds) != 1 || ds[0].Namespace != "kube-system" {
-		t.Errorf("daemon pods: %v", ds)
+	if len(s.DaemonSets) != 1 || s.DaemonSets[0].Namespace != "kube-system" {
+		t.Errorf("daemonsets: %v", s.DaemonSets)
 	}
-	if len(s.Namespaces) != 1 || s.NamespaceLabels()["batch"]["team"] != "data" {
-		t.Errorf("namespaces: %v", s.NamespaceLabels())
+	if len(s.Namespaces) != 1 || s.Namespaces[0].Name != "batch" || s.Namespaces[0].Labels["team"] != "data" {
+		t.Errorf("namespaces: %v", s.Namespaces)
 	}
 	if s.Ignored["ConfigMap"] != 1 {
 		t.Errorf("ignored: %v", s.Ignored)

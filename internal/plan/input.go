@@ -66,10 +66,11 @@ func Input(set *manifest.Set, types []catalog.InstanceType) (sched.Input, []stri
 		if w := missingNodeClass(set, np); w != "" {
 			warnings = append(warnings, w)
 		}
-		if ok, why := state.Launchable(readyUnlessSaid(np)); !ok {
+		np = readyUnlessSaid(np)
+		if ok, why := state.Launchable(np); !ok {
 			warnings = append(warnings, fmt.Sprintf("NodePool %s is not launched from: %s", np.Name, why))
 		}
-		cluster.UpdateNodePool(readyUnlessSaid(np))
+		cluster.UpdateNodePool(np)
 	}
 	for _, ds := range set.DaemonSets {
 		cluster.UpdateDaemonSet(ds)

@@ -6,12 +6,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/utils/clock"
 
 	karpv1 "github.com/nodewright/nodewright/api/karpenter/v1"
@@ -361,27 +363,16 @@ func (c *Cluster) AnyProvisionable() bool {
 func (c *Cluster) goingAway() map[string]bool {
 	out := map[string]bool{}
 	for _, n := range c.nodes {
-		if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted }) {
+		if n.DeletionTimestamp != nil || disrupted(n) {
 			out[n.Name] = true
-		}
-	}
-	if len(c.nodeClaims) == 0 {
-		return out
-	}
-	byProviderID := map[string]string{}
-	for _, n := range c.nodes {
-		if n.Spec.ProviderID != "" {
-			byProviderID[n.Spec.ProviderID] = n.Name
 		}
 	}
 	for _, nc := range c.nodeClaims {
 		if nc.DeletionTimestamp == nil {
 			continue
 		}
-		if name, ok := byProviderID[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" {
+		if name := c.nodeOfClaim(nc.Status.NodeName, nc.Status.ProviderID); name != "" {
 			out[name] = true
-		} else if nc.Status.NodeName != "" {
-			out[nc.Status.NodeName] = true
 		}
 	}
 	return out
@@ -397,20 +388,12 @@ func reschedulable(p *corev1.Pod) bool {
 	if isTerminal(p) || ownedBy(p, "DaemonSet") || ownedBy(p, "Node") || (p.DeletionTimestamp != nil && !ownedBy(p, "StatefulSet")) {
 		return false
 	}
-	return !slices.ContainsFunc(p.Spec.Tolerations, toleratesDisrupted)
+	return !schedcorev1.TolerationsTolerateTaint(logr.Discard(), p.Spec.Tolerations, &karpv1.DisruptedNoScheduleTaint, true)
 }
 
-// toleratesDisrupted: the toleration matches karpenter.sh/disrupted:NoSchedule
-// (no value).
-func toleratesDisrupted(t corev1.Toleration) bool {
-	taint := karpv1.DisruptedNoScheduleTaint
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key == "" {
-		return t.Operator == corev1.TolerationOpExists
-	}
-	return t.Key == taint.Key && (t.Operator == corev1.TolerationOpExists || t.Value == taint.Value)
+// disrupted: disruption has tainted the node (karpenter.sh/disrupted).
+func disrupted(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted })
 }
 
 func provisionable(p *corev1.Pod, now time.Time) bool {
@@ -442,8 +425,7 @@ func isDeleting(n *corev1.Node, nc *karpv1.NodeClaim) bool {
 	if n == nil {
 		return false
 	}
-	return n.DeletionTimestamp != nil || n.Spec.Unschedulable ||
-		slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == karpv1.TaintKeyDisrupted })
+	return n.DeletionTimestamp != nil || n.Spec.Unschedulable || disrupted(n)
 }
 
 // isTerminal: pods that hold no resources.

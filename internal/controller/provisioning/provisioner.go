@@ -3,10 +3,10 @@ package provisioning
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,8 +119,12 @@ func (p *Provisioner) provision(ctx context.Context, snap state.Snapshot) ([]*ka
 			p.events.Eventf(pod, corev1.EventTypeNormal, ReasonNominated, "Pod should schedule on: node/%s", placed.Node)
 		}
 	}
+	running := make(map[types.UID]bool, len(snap.Evicting))
+	for _, e := range snap.Evicting {
+		running[e.UID] = true
+	}
 	for _, u := range plan.Unschedulable {
-		if slices.ContainsFunc(snap.Evicting, func(e *corev1.Pod) bool { return e.UID == u.Pod.UID }) {
+		if running[u.Pod.UID] {
 			continue // still running where it is: no FailedScheduling on it
 		}
 		p.events.Eventf(u.Pod, corev1.EventTypeWarning, ReasonFailedScheduling, "Failed to schedule pod, %s", u.Reason)
@@ -167,10 +171,10 @@ func (p *Provisioner) Pools(ctx context.Context, snap state.Snapshot) ([]sched.N
 		if !cloudprovider.Manages(p.provider, np.Spec.Template.Spec.NodeClassRef) {
 			return nil, false, nil
 		}
-		types, err := p.provider.GetInstanceTypes(ctx, np)
+		its, err := p.provider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			return nil, false, ctx.Err()
 		}
-		return types, true, nil
+		return its, true, nil
 	})
 }
